@@ -1,0 +1,192 @@
+// Kernels and launches: tl::kernel(name, params, lambda) defines a kernel; kernel[grid](args...)
+// traces it once per specialisation and runs it on the active backend.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "tiledsl/tensor.h"
+#include "tiledsl/tile.h"
+
+namespace tiledsl {
+
+enum class ParamKind { pointer, i32, i64, f32, constexpr_ };
+
+struct ParamSpec {
+  ParamKind kind;
+  DType dtype;  // pointee of a pointer, or the scalar's type
+};
+
+namespace detail {
+struct TraceArg {
+  ir::Value* value = nullptr;  // a kernel argument
+  int64_t constant = 0;        // a constexpr value
+};
+using TraceFn = std::function<void(std::span<const TraceArg>)>;
+
+struct LaunchArg {
+  enum Kind { tensor, integer, floating } kind;
+  const Tensor* t = nullptr;
+  int64_t i = 0;
+  double f = 0;
+};
+inline LaunchArg to_launch_arg(const Tensor& t) { return {LaunchArg::tensor, &t, 0, 0}; }
+template <class A>
+LaunchArg to_launch_arg(const A& a) {
+  if constexpr (std::is_same_v<A, Constexpr>) return {LaunchArg::integer, nullptr, a.value(), 0};
+  else if constexpr (std::is_integral_v<A>) return {LaunchArg::integer, nullptr, static_cast<int64_t>(a), 0};
+  else if constexpr (std::is_floating_point_v<A>) return {LaunchArg::floating, nullptr, 0, static_cast<double>(a)};
+  else static_assert(sizeof(A) == 0, "tiledsl: kernel arguments are tl::Tensor, integers, floats or bools");
+}
+
+template <class P>
+constexpr ParamSpec param_spec() {
+  if constexpr (std::is_same_v<P, Constexpr>) return {ParamKind::constexpr_, DType::i64};
+  else if constexpr (std::is_same_v<P, Tile<int32_t>>) return {ParamKind::i32, DType::i32};
+  else if constexpr (std::is_same_v<P, Tile<int64_t>>) return {ParamKind::i64, DType::i64};
+  else if constexpr (std::is_same_v<P, Tile<float>>) return {ParamKind::f32, DType::f32};
+  else if constexpr (is_ptr_v<typename P::element_type>)
+    return {ParamKind::pointer, dtype_v<typename P::element_type::pointee>};
+  else static_assert(sizeof(P) == 0, "tiledsl: kernel parameters are tl::Ptr<T>, tl::Int, tl::Int64, tl::Float or tl::Constexpr");
+}
+
+template <class F>
+struct LambdaArgs : LambdaArgs<decltype(&F::operator())> {};
+template <class C, class R, class... A>
+struct LambdaArgs<R (C::*)(A...) const> {
+  using type = std::tuple<std::decay_t<A>...>;
+};
+template <class C, class R, class... A>
+struct LambdaArgs<R (C::*)(A...)> {
+  using type = std::tuple<std::decay_t<A>...>;
+};
+
+template <class P>
+P make_param(const TraceArg& a) {
+  if constexpr (std::is_same_v<P, Constexpr>) return Constexpr(a.constant);
+  else return P(a.value);
+}
+
+struct KernelImpl;
+}  // namespace detail
+
+struct Dim3 {
+  int64_t x, y, z;
+  Dim3(int64_t x, int64_t y = 1, int64_t z = 1) : x(x), y(y), z(z) {}
+};
+
+// The constexpr values of a launch, by parameter name (Triton's `meta`).
+class Meta {
+ public:
+  Meta(const detail::KernelImpl& k, std::span<const detail::LaunchArg> args) : k_(k), args_(args) {}
+  int64_t operator[](std::string_view name) const;
+
+ private:
+  const detail::KernelImpl& k_;
+  std::span<const detail::LaunchArg> args_;
+};
+
+// A fixed grid, or one computed from the constexpr values of each launch. It records where it
+// was written, which is where launch errors point.
+class Grid {
+ public:
+  Grid(int64_t x, int64_t y = 1, int64_t z = 1, TILEDSL_LOC) : fixed_(x, y, z), loc_(loc) {}
+  Grid(Dim3 d, TILEDSL_LOC) : fixed_(d), loc_(loc) {}
+  template <class F>
+    requires std::is_invocable_v<F, const Meta&>
+  Grid(F f, TILEDSL_LOC) : fixed_(0), fn_(std::move(f)), loc_(loc) {}
+  Dim3 resolve(const Meta& m) const { return fn_ ? fn_(m) : fixed_; }
+  const SourceLoc& loc() const { return loc_; }
+
+ private:
+  Dim3 fixed_;
+  std::function<Dim3(const Meta&)> fn_;
+  SourceLoc loc_;
+};
+inline Grid grid(int64_t x, int64_t y = 1, int64_t z = 1, TILEDSL_LOC) { return Grid(x, y, z, loc); }
+template <class F>
+Grid grid(F f, TILEDSL_LOC) {
+  return Grid(std::move(f), loc);
+}
+
+struct LaunchOptions {
+  int num_warps = 4;
+  int num_stages = 3;
+  void* stream = nullptr;  // a CUDA stream on the GPU backend
+};
+
+class Kernel;
+
+// kernel[grid] — call it with the kernel's arguments to launch.
+class Launch {
+ public:
+  Launch(const Kernel& k, Grid g) : k_(k), grid_(std::move(g)) {}
+  Launch& options(const LaunchOptions& o) {
+    opts_ = o;
+    return *this;
+  }
+  template <class... Args>
+  void operator()(const Args&... args) const;
+
+ private:
+  const Kernel& k_;
+  Grid grid_;
+  LaunchOptions opts_;
+};
+
+class Kernel {
+ public:
+  Kernel(std::string name, std::vector<std::string> params, std::vector<ParamSpec> specs, detail::TraceFn fn,
+         SourceLoc loc);
+
+  Launch operator[](Grid g) const { return Launch(*this, std::move(g)); }
+  void launch(const Grid& g, const LaunchOptions& o, std::span<const detail::LaunchArg> args) const;
+
+  // The traced IR text of the specialisation that these arguments select (nothing runs).
+  template <class... Args>
+  std::string ir(const Args&... args) const {
+    std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
+    return ir_for(a);
+  }
+  std::string ir_for(std::span<const detail::LaunchArg> args, bool locations = true) const;
+  // How many times the kernel has been traced (once per specialisation).
+  size_t trace_count() const;
+  const std::string& name() const;
+  const detail::KernelImpl& impl() const { return *impl_; }
+
+ private:
+  std::shared_ptr<detail::KernelImpl> impl_;
+};
+
+template <class... Args>
+void Launch::operator()(const Args&... args) const {
+  std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
+  k_.launch(grid_, opts_, a);
+}
+
+// Defines a kernel. `params` names the lambda's parameters, in order; their C++ types say what
+// each is (tl::Ptr<T>, tl::Int, tl::Int64, tl::Float, tl::Constexpr).
+template <class F>
+Kernel kernel(std::string name, std::vector<std::string> params, F fn, TILEDSL_LOC) {
+  using Args = typename detail::LambdaArgs<F>::type;
+  constexpr size_t n = std::tuple_size_v<Args>;
+  std::vector<ParamSpec> specs;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (specs.push_back(detail::param_spec<std::tuple_element_t<I, Args>>()), ...);
+  }(std::make_index_sequence<n>{});
+  detail::TraceFn trace = [fn](std::span<const detail::TraceArg> a) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      fn(detail::make_param<std::tuple_element_t<I, Args>>(a[I])...);
+    }(std::make_index_sequence<n>{});
+  };
+  return Kernel(std::move(name), std::move(params), std::move(specs), std::move(trace), loc);
+}
+
+}  // namespace tiledsl

@@ -1,0 +1,76 @@
+// tl::Tensor: an n-dimensional array in the memory of the active backend (host memory for the
+// interpreter), with shape, strides and dtype.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tiledsl/dtype.h"
+#include "tiledsl/error.h"
+
+namespace tiledsl {
+
+enum class Device { cpu, cuda };
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  static Tensor empty(const std::vector<int64_t>& shape, DType dtype = DType::f32);
+  static Tensor zeros(const std::vector<int64_t>& shape, DType dtype = DType::f32);
+  static Tensor full(const std::vector<int64_t>& shape, double value, DType dtype = DType::f32);
+  // Uniform in [0, 1) and standard normal, reproducible from `seed` on every machine.
+  static Tensor rand(const std::vector<int64_t>& shape, uint64_t seed = 0, DType dtype = DType::f32);
+  static Tensor randn(const std::vector<int64_t>& shape, uint64_t seed = 0, DType dtype = DType::f32);
+  // Uniform integers in [lo, hi).
+  static Tensor randint(const std::vector<int64_t>& shape, int64_t lo, int64_t hi, uint64_t seed = 0,
+                        DType dtype = DType::i32);
+  // Copies host data of element type T; `shape` defaults to 1-D.
+  template <class T>
+  static Tensor from_host(const std::vector<T>& data, std::vector<int64_t> shape = {}) {
+    if (shape.empty()) shape = {static_cast<int64_t>(data.size())};
+    Tensor t = empty(shape, dtype_v<T>);
+    if (static_cast<int64_t>(data.size()) != t.numel())
+      throw Error("Tensor::from_host: " + std::to_string(data.size()) + " values for a shape of " +
+                  std::to_string(t.numel()) + " elements");
+    t.copy_from_host(data.data());
+    return t;
+  }
+  // The elements as T (the tensor's dtype must be T's).
+  template <class T>
+  std::vector<T> to_host() const {
+    if (dtype_v<T> != dtype_)
+      throw Error("Tensor::to_host: tensor holds " + std::string(name(dtype_)) + ", asked for " +
+                  std::string(name(dtype_v<T>)) + "; use to_double() to convert");
+    std::vector<T> out(static_cast<size_t>(numel()));
+    copy_to_host(out.data());
+    return out;
+  }
+  // The elements converted to double, whatever the dtype.
+  std::vector<double> to_double() const;
+  void copy_from_host(const void* src);
+  void copy_to_host(void* dst) const;
+
+  const std::vector<int64_t>& shape() const { return shape_; }
+  const std::vector<int64_t>& strides() const { return strides_; }  // in elements
+  int64_t size(int dim) const { return shape_.at(static_cast<size_t>(dim < 0 ? dim + dim_count() : dim)); }
+  int64_t stride(int dim) const { return strides_.at(static_cast<size_t>(dim < 0 ? dim + dim_count() : dim)); }
+  int dim_count() const { return static_cast<int>(shape_.size()); }
+  DType dtype() const { return dtype_; }
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * static_cast<size_t>(byte_size(dtype_)); }
+  void* data_ptr() const;
+  Device device() const;
+  bool defined() const { return storage_ != nullptr; }
+
+  struct Storage;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  std::vector<int64_t> shape_, strides_;
+  DType dtype_ = DType::f32;
+};
+
+}  // namespace tiledsl

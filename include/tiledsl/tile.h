@@ -1,0 +1,781 @@
+// The kernel language: typed handles over traced IR values and the ops a kernel body calls.
+// Element types are C++ types, so most dtype mistakes are compile errors; shapes are checked
+// while tracing, and every op records the caller's std::source_location so that an error names
+// the user's file and line. docs/language.md documents every op.
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <source_location>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tiledsl/dtype.h"
+#include "tiledsl/error.h"
+
+namespace tiledsl {
+
+namespace ir {
+class Value;
+}
+
+using SourceLoc = std::source_location;
+#define TILEDSL_LOC ::tiledsl::SourceLoc loc = ::tiledsl::SourceLoc::current()
+
+// Element marker for pointers: Tile<PtrTo<float>> is a tile of pointers to float.
+template <class T>
+struct PtrTo {
+  using pointee = T;
+};
+
+// A value fixed when the kernel is traced (Triton's tl.constexpr). The kernel is specialised on it.
+class Constexpr {
+ public:
+  constexpr Constexpr(int64_t v) : v_(v) {}
+  constexpr operator int64_t() const { return v_; }
+  constexpr int64_t value() const { return v_; }
+
+ private:
+  int64_t v_;
+};
+
+enum class BinOp { add, sub, mul, div, rem, max, min, band, bor, bxor, shl, shr };
+enum class UnOp { neg, bnot, exp, exp2, log, log2, sqrt, rsqrt, sin, cos, floor, ceil, erf, abs };
+enum class CmpPred { eq, ne, lt, le, gt, ge };
+
+// Every traced handle registers itself while it lives, so that tl::range and tl::if_ can find
+// the variables a body assigns (they become loop-carried values or if results).
+class Handle {
+ public:
+  ir::Value* value() const { return v_; }
+
+ protected:
+  explicit Handle(ir::Value* v) : v_(v) { link(); }
+  Handle(const Handle& o) : v_(o.v_) { link(); }
+  Handle& operator=(const Handle& o) {
+    v_ = o.v_;
+    return *this;
+  }
+  ~Handle() { unlink(); }
+
+ private:
+  void link();
+  void unlink();
+  friend struct HandleAccess;
+  ir::Value* v_;
+  Handle* prev_ = nullptr;
+  Handle* next_ = nullptr;
+};
+
+template <class T>
+class Tile;
+
+namespace detail {
+using V = ir::Value*;
+
+template <class T>
+struct IsPtr : std::false_type {};
+template <class T>
+struct IsPtr<PtrTo<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_ptr_v = IsPtr<T>::value;
+
+template <class T>
+constexpr bool is_float_elem() {
+  if constexpr (is_ptr_v<T>) return false;
+  else return is_float(dtype_v<T>);
+}
+template <class T>
+constexpr bool is_int_elem() {  // integers and bool
+  if constexpr (is_ptr_v<T>) return false;
+  else return is_int(dtype_v<T>);
+}
+template <class T>
+inline constexpr bool is_float_v = is_float_elem<T>();
+template <class T>
+inline constexpr bool is_int_v = is_int_elem<T>();
+
+template <DType D> struct CppOf;
+template <> struct CppOf<DType::i1> { using type = bool; };
+template <> struct CppOf<DType::i8> { using type = int8_t; };
+template <> struct CppOf<DType::i16> { using type = int16_t; };
+template <> struct CppOf<DType::i32> { using type = int32_t; };
+template <> struct CppOf<DType::i64> { using type = int64_t; };
+template <> struct CppOf<DType::u8> { using type = uint8_t; };
+template <> struct CppOf<DType::u16> { using type = uint16_t; };
+template <> struct CppOf<DType::u32> { using type = uint32_t; };
+template <> struct CppOf<DType::u64> { using type = uint64_t; };
+template <> struct CppOf<DType::f16> { using type = f16; };
+template <> struct CppOf<DType::bf16> { using type = bf16; };
+template <> struct CppOf<DType::f32> { using type = float; };
+template <> struct CppOf<DType::f64> { using type = double; };
+template <> struct CppOf<DType::f8e4m3> { using type = f8e4m3; };
+template <> struct CppOf<DType::f8e5m2> { using type = f8e5m2; };
+template <DType D>
+using cpp_t = typename CppOf<D>::type;
+
+// The element type of `a op b` for arithmetic ops: pointer +/- integer stays a pointer;
+// otherwise promotion, with booleans becoming i32.
+template <class T, class U>
+constexpr auto arith_result() {
+  if constexpr (is_ptr_v<T>) {
+    static_assert(is_int_v<U> && !std::is_same_v<U, bool>, "tiledsl: only integers can be added to a pointer tile");
+    return std::type_identity<T>{};
+  } else if constexpr (is_ptr_v<U>) {
+    static_assert(is_int_v<T> && !std::is_same_v<T, bool>, "tiledsl: only integers can be added to a pointer tile");
+    return std::type_identity<U>{};
+  } else {
+    constexpr DType d = promote(dtype_v<T>, dtype_v<U>);
+    return std::type_identity<cpp_t<d == DType::i1 ? DType::i32 : d>>{};
+  }
+}
+template <class T, class U>
+using arith_t = typename decltype(arith_result<T, U>())::type;
+template <class T, class U>
+using promote_t = cpp_t<promote(dtype_v<T>, dtype_v<U>)>;
+
+template <class S>
+concept Literal = std::is_arithmetic_v<S> || std::is_same_v<S, Constexpr>;
+
+// The element type a C++ literal takes next to a tile of T: the tile's own type when both are
+// integers or T is a float; f32 for a float literal beside integers.
+template <class T, class S>
+constexpr auto literal_type() {
+  constexpr bool lit_float = std::is_floating_point_v<S>;
+  if constexpr (is_ptr_v<T>) {
+    static_assert(!lit_float, "tiledsl: only integers can be added to a pointer tile");
+    return std::type_identity<int32_t>{};
+  } else if constexpr (is_float_v<T>) {
+    return std::type_identity<T>{};
+  } else if constexpr (lit_float) {
+    return std::type_identity<float>{};
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return std::type_identity<std::conditional_t<std::is_same_v<S, bool>, bool, int32_t>>{};
+  } else {
+    return std::type_identity<T>{};
+  }
+}
+template <class T, class S>
+using literal_t = typename decltype(literal_type<T, S>())::type;
+
+// Untyped operations (lib/frontend/Ops.cpp): each builds checked IR in the current trace.
+V constant(double v, DType t, const SourceLoc& loc);
+V constant_int(int64_t v, DType t, const SourceLoc& loc);
+template <class L, class S>
+V literal(S v, const SourceLoc& loc) {
+  if constexpr (std::is_floating_point_v<S>) return constant(static_cast<double>(v), dtype_v<L>, loc);
+  else if constexpr (std::is_same_v<S, Constexpr>) return constant_int(v.value(), dtype_v<L>, loc);
+  else return constant_int(static_cast<int64_t>(v), dtype_v<L>, loc);
+}
+V binary(BinOp op, V a, V b, const SourceLoc& loc);
+V compare(CmpPred p, V a, V b, const SourceLoc& loc);
+V unary(UnOp op, V a, const SourceLoc& loc);
+V cast(V a, DType t, const SourceLoc& loc);
+V bitcast(V a, DType t, const SourceLoc& loc);
+V program_id(int axis, const SourceLoc& loc);
+V num_programs(int axis, const SourceLoc& loc);
+V arange(int64_t start, int64_t end, const SourceLoc& loc);
+V full(const std::vector<int64_t>& shape, V scalar, const SourceLoc& loc, const char* op);
+V broadcast_to(V v, const std::vector<int64_t>& shape, const SourceLoc& loc);
+V expand_dims(V v, int axis, const SourceLoc& loc);
+V reshape(V v, const std::vector<int64_t>& shape, const SourceLoc& loc);
+V trans(V v, const std::vector<int64_t>& perm, const SourceLoc& loc);
+V select(V c, V a, V b, const SourceLoc& loc);
+V fma(V a, V b, V c, const SourceLoc& loc);
+V load(V p, V mask, V other, const SourceLoc& loc);
+void store(V p, V v, V mask, const SourceLoc& loc);
+V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc);
+V atomic_cas(V p, V cmp, V v, const SourceLoc& loc);
+V dot(V a, V b, V acc, const SourceLoc& loc);
+using Combine = std::function<std::vector<V>(std::span<V const> lhs, std::span<V const> rhs)>;
+std::vector<V> reduce(const std::vector<V>& in, int axis, const Combine& combine, const SourceLoc& loc, const char* name);
+std::vector<V> scan(const std::vector<V>& in, int axis, bool reverse, const Combine& combine, const SourceLoc& loc,
+                    const char* name);
+std::array<V, 4> philox(V seed, V offsets, const SourceLoc& loc);
+V multiple_of(V v, const std::vector<int64_t>& values, const SourceLoc& loc);
+V max_contiguous(V v, const std::vector<int64_t>& values, const SourceLoc& loc);
+void print(const std::string& prefix, bool hex, const std::vector<V>& values, const SourceLoc& loc);
+void device_assert(V cond, const std::string& msg, const SourceLoc& loc);
+void static_check(bool cond, const std::string& msg, const SourceLoc& loc);
+void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc);
+void if_else(V cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn, const SourceLoc& loc);
+std::vector<int64_t> shape(V v);
+DType dtype(V v);
+
+// Captures the source location of an operator expression through an implicit conversion.
+template <class T>
+struct At {
+  const Tile<T>& t;
+  SourceLoc loc;
+  At(const Tile<T>& t, SourceLoc loc = SourceLoc::current()) : t(t), loc(loc) {}
+};
+}  // namespace detail
+
+// Index markers for x(tl::_, tl::newaxis).
+struct IndexMarker {
+  int kind;  // 0: keep a dimension, 1: insert a new one of size 1, 2: absent
+};
+inline constexpr IndexMarker _{0};
+inline constexpr IndexMarker newaxis{1};
+
+template <class T>
+class Tile : public Handle {
+ public:
+  using element_type = T;
+  explicit Tile(ir::Value* v) : Handle(v) {}
+  // A scalar constant: `tl::Float x = 1.0f;`.
+  template <detail::Literal S>
+    requires(!detail::is_ptr_v<T>)
+  Tile(S v, TILEDSL_LOC) : Handle(detail::literal<T>(v, loc)) {}
+  Tile(const Tile&) = default;
+  Tile& operator=(const Tile&) = default;
+
+  std::vector<int64_t> shape() const { return detail::shape(value()); }
+  int rank() const { return static_cast<int>(shape().size()); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape()) n *= d;
+    return n;
+  }
+
+  // Conversion to another element type (Triton's x.to(dtype)).
+  template <class U>
+  Tile<U> to(TILEDSL_LOC) const {
+    static_assert(!detail::is_ptr_v<T> && !detail::is_ptr_v<U>, "tiledsl: pointer tiles cannot be converted");
+    return Tile<U>(detail::cast(value(), dtype_v<U>, loc));
+  }
+
+  // x(tl::_, tl::newaxis): keep or insert dimensions (Triton's x[:, None]).
+  Tile operator()(IndexMarker i0, IndexMarker i1 = {2}, IndexMarker i2 = {2}, IndexMarker i3 = {2}, TILEDSL_LOC) const {
+    ir::Value* v = value();
+    int axis = 0;
+    for (IndexMarker m : {i0, i1, i2, i3}) {
+      if (m.kind == 1) v = detail::expand_dims(v, axis, loc);
+      if (m.kind != 2) ++axis;
+    }
+    return Tile(v);
+  }
+
+  Tile operator-() const { return Tile(detail::unary(UnOp::neg, value(), SourceLoc::current())); }
+  Tile operator~() const {
+    static_assert(detail::is_int_v<T>, "tiledsl: ~ needs an integer or boolean tile");
+    return Tile(detail::unary(UnOp::bnot, value(), SourceLoc::current()));
+  }
+  Tile operator!() const {
+    static_assert(std::is_same_v<T, bool>, "tiledsl: ! needs a boolean tile; use ~ for bitwise not");
+    return Tile(detail::unary(UnOp::bnot, value(), SourceLoc::current()));
+  }
+
+#define TILEDSL_ARITH(OP, KIND, CHECK)                                                                         \
+  template <class U>                                                                                           \
+  friend auto operator OP(detail::At<T> a, const Tile<U>& b) {                                                 \
+    CHECK(T, U);                                                                                               \
+    return Tile<detail::arith_t<T, U>>(detail::binary(BinOp::KIND, a.t.value(), b.value(), a.loc));            \
+  }                                                                                                            \
+  template <detail::Literal S>                                                                                 \
+  friend auto operator OP(detail::At<T> a, S b) {                                                              \
+    using L = detail::literal_t<T, S>;                                                                         \
+    CHECK(T, L);                                                                                               \
+    return Tile<detail::arith_t<T, L>>(detail::binary(BinOp::KIND, a.t.value(), detail::literal<L>(b, a.loc), a.loc)); \
+  }                                                                                                            \
+  template <detail::Literal S>                                                                                 \
+  friend auto operator OP(S a, detail::At<T> b) {                                                              \
+    using L = detail::literal_t<T, S>;                                                                         \
+    CHECK(L, T);                                                                                               \
+    return Tile<detail::arith_t<L, T>>(detail::binary(BinOp::KIND, detail::literal<L>(a, b.loc), b.t.value(), b.loc)); \
+  }
+#define TILEDSL_NO_CHECK(A, B) (void)0
+#define TILEDSL_NO_PTR(A, B) \
+  static_assert(!detail::is_ptr_v<A> && !detail::is_ptr_v<B>, "tiledsl: pointer tiles support only + and - with integers")
+#define TILEDSL_INT_ONLY(A, B) \
+  static_assert(detail::is_int_v<A> && detail::is_int_v<B>, "tiledsl: bitwise ops and shifts need integer or boolean tiles")
+  TILEDSL_ARITH(+, add, TILEDSL_NO_CHECK)
+  TILEDSL_ARITH(-, sub, TILEDSL_NO_CHECK)
+  TILEDSL_ARITH(*, mul, TILEDSL_NO_PTR)
+  TILEDSL_ARITH(/, div, TILEDSL_NO_PTR)
+  TILEDSL_ARITH(%, rem, TILEDSL_NO_PTR)
+  TILEDSL_ARITH(&, band, TILEDSL_INT_ONLY)
+  TILEDSL_ARITH(|, bor, TILEDSL_INT_ONLY)
+  TILEDSL_ARITH(^, bxor, TILEDSL_INT_ONLY)
+  TILEDSL_ARITH(<<, shl, TILEDSL_INT_ONLY)
+  TILEDSL_ARITH(>>, shr, TILEDSL_INT_ONLY)
+#undef TILEDSL_ARITH
+
+#define TILEDSL_CMP(OP, PRED)                                                                                \
+  template <class U>                                                                                         \
+  friend Tile<bool> operator OP(detail::At<T> a, const Tile<U>& b) {                                         \
+    return Tile<bool>(detail::compare(CmpPred::PRED, a.t.value(), b.value(), a.loc));                        \
+  }                                                                                                          \
+  template <detail::Literal S>                                                                               \
+  friend Tile<bool> operator OP(detail::At<T> a, S b) {                                                      \
+    using L = detail::literal_t<T, S>;                                                                       \
+    return Tile<bool>(detail::compare(CmpPred::PRED, a.t.value(), detail::literal<L>(b, a.loc), a.loc));     \
+  }                                                                                                          \
+  template <detail::Literal S>                                                                               \
+  friend Tile<bool> operator OP(S a, detail::At<T> b) {                                                      \
+    using L = detail::literal_t<T, S>;                                                                       \
+    return Tile<bool>(detail::compare(CmpPred::PRED, detail::literal<L>(a, b.loc), b.t.value(), b.loc));     \
+  }
+  TILEDSL_CMP(==, eq)
+  TILEDSL_CMP(!=, ne)
+  TILEDSL_CMP(<, lt)
+  TILEDSL_CMP(<=, le)
+  TILEDSL_CMP(>, gt)
+  TILEDSL_CMP(>=, ge)
+#undef TILEDSL_CMP
+};
+
+// Compound assignment: `acc += x` is `acc = acc + x` (the element type must not change).
+#define TILEDSL_COMPOUND(OP)                                                                   \
+  template <class T, class U>                                                                  \
+  Tile<T>& operator OP##=(Tile<T>& a, const U& b) {                                            \
+    a = Tile<T>((a OP b).value());                                                             \
+    return a;                                                                                  \
+  }
+TILEDSL_COMPOUND(+)
+TILEDSL_COMPOUND(-)
+TILEDSL_COMPOUND(*)
+TILEDSL_COMPOUND(/)
+#undef TILEDSL_COMPOUND
+
+using Int = Tile<int32_t>;
+using Int64 = Tile<int64_t>;
+using Float = Tile<float>;
+using Bool = Tile<bool>;
+template <class T>
+using Ptr = Tile<PtrTo<T>>;
+
+// Anything usable where an integer scalar is expected: tl::Int, tl::Int64, a constexpr or a C++ integer.
+struct IntArg {
+  ir::Value* v;
+  IntArg(const Tile<int32_t>& t) : v(t.value()) {}
+  IntArg(const Tile<int64_t>& t) : v(t.value()) {}
+  IntArg(Constexpr c, TILEDSL_LOC) : v(detail::constant_int(c.value(), DType::i32, loc)) {}
+  template <std::integral I>
+  IntArg(I i, TILEDSL_LOC)
+      : v(detail::constant_int(static_cast<int64_t>(i), (i >= INT32_MIN && i <= INT32_MAX) ? DType::i32 : DType::i64, loc)) {}
+};
+
+// --- Creation -------------------------------------------------------------------------------
+inline Tile<int32_t> program_id(int axis, TILEDSL_LOC) { return Tile<int32_t>(detail::program_id(axis, loc)); }
+inline Tile<int32_t> num_programs(int axis, TILEDSL_LOC) { return Tile<int32_t>(detail::num_programs(axis, loc)); }
+inline Tile<int32_t> arange(int64_t start, int64_t end, TILEDSL_LOC) {
+  return Tile<int32_t>(detail::arange(start, end, loc));
+}
+template <class T>
+Tile<T> full(const std::vector<int64_t>& shape, double value, TILEDSL_LOC) {
+  return Tile<T>(detail::full(shape, detail::constant(value, dtype_v<T>, loc), loc, "full"));
+}
+template <class T>
+Tile<T> zeros(const std::vector<int64_t>& shape, TILEDSL_LOC) {
+  return Tile<T>(detail::full(shape, detail::constant(0, dtype_v<T>, loc), loc, "zeros"));
+}
+template <class T>
+Tile<T> zeros_like(const Tile<T>& x, TILEDSL_LOC) {
+  return Tile<T>(detail::full(x.shape(), detail::constant(0, dtype_v<T>, loc), loc, "zeros_like"));
+}
+template <class T>
+Tile<T> full_like(const Tile<T>& x, double value, TILEDSL_LOC) {
+  return Tile<T>(detail::full(x.shape(), detail::constant(value, dtype_v<T>, loc), loc, "full_like"));
+}
+
+// --- Shapes ---------------------------------------------------------------------------------
+template <class T>
+Tile<T> broadcast_to(const Tile<T>& x, const std::vector<int64_t>& shape, TILEDSL_LOC) {
+  return Tile<T>(detail::broadcast_to(x.value(), shape, loc));
+}
+template <class T>
+Tile<T> expand_dims(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  return Tile<T>(detail::expand_dims(x.value(), axis, loc));
+}
+template <class T>
+Tile<T> reshape(const Tile<T>& x, const std::vector<int64_t>& shape, TILEDSL_LOC) {
+  return Tile<T>(detail::reshape(x.value(), shape, loc));
+}
+// Reverses the dimensions (a 2-D transpose), or permutes them as `perm` says.
+template <class T>
+Tile<T> trans(const Tile<T>& x, const std::vector<int64_t>& perm = {}, TILEDSL_LOC) {
+  return Tile<T>(detail::trans(x.value(), perm, loc));
+}
+template <class T>
+Tile<T> permute(const Tile<T>& x, const std::vector<int64_t>& perm, TILEDSL_LOC) {
+  return Tile<T>(detail::trans(x.value(), perm, loc));
+}
+template <class U, class T>
+Tile<U> bitcast(const Tile<T>& x, TILEDSL_LOC) {
+  static_assert(sizeof(U) == sizeof(T) || std::is_same_v<U, bool> == std::is_same_v<T, bool>,
+                "tiledsl: bitcast needs types of one bit width");
+  return Tile<U>(detail::bitcast(x.value(), dtype_v<U>, loc));
+}
+
+// --- Math -----------------------------------------------------------------------------------
+#define TILEDSL_FLOAT_UNARY(fn, KIND)                                                                 \
+  template <class T>                                                                                  \
+  Tile<T> fn(const Tile<T>& x, TILEDSL_LOC) {                                                         \
+    static_assert(detail::is_float_v<T>, "tl::" #fn ": needs a floating-point tile; convert it first with x.to<float>()"); \
+    return Tile<T>(detail::unary(UnOp::KIND, x.value(), loc));                                        \
+  }
+TILEDSL_FLOAT_UNARY(exp, exp)
+TILEDSL_FLOAT_UNARY(exp2, exp2)
+TILEDSL_FLOAT_UNARY(log, log)
+TILEDSL_FLOAT_UNARY(log2, log2)
+TILEDSL_FLOAT_UNARY(sqrt, sqrt)
+TILEDSL_FLOAT_UNARY(rsqrt, rsqrt)
+TILEDSL_FLOAT_UNARY(sin, sin)
+TILEDSL_FLOAT_UNARY(cos, cos)
+TILEDSL_FLOAT_UNARY(floor, floor)
+TILEDSL_FLOAT_UNARY(ceil, ceil)
+TILEDSL_FLOAT_UNARY(erf, erf)
+#undef TILEDSL_FLOAT_UNARY
+
+template <class T>
+Tile<T> abs(const Tile<T>& x, TILEDSL_LOC) {
+  static_assert(!detail::is_ptr_v<T>, "tl::abs: needs a number tile");
+  return Tile<T>(detail::unary(UnOp::abs, x.value(), loc));
+}
+// 1 / (1 + exp(-x))
+template <class T>
+Tile<T> sigmoid(const Tile<T>& x, TILEDSL_LOC) {
+  static_assert(detail::is_float_v<T>, "tl::sigmoid: needs a floating-point tile");
+  auto one = detail::constant(1.0, dtype_v<T>, loc);
+  auto e = detail::unary(UnOp::exp, detail::unary(UnOp::neg, x.value(), loc), loc);
+  return Tile<T>(detail::binary(BinOp::div, one, detail::binary(BinOp::add, one, e, loc), loc));
+}
+
+namespace detail {
+template <class X>
+V as_value(const X& x, DType like, const SourceLoc& loc) {
+  if constexpr (Literal<X>) {
+    if constexpr (std::is_floating_point_v<X>) return constant(static_cast<double>(x), is_float(like) ? like : DType::f32, loc);
+    else return constant_int(static_cast<int64_t>(x), like == DType::i1 ? DType::i32 : like, loc);
+  } else {
+    return x.value();
+  }
+}
+template <class X>
+struct ElemOf {
+  using type = void;
+};
+template <class T>
+struct ElemOf<Tile<T>> {
+  using type = T;
+};
+template <class A, class B>
+using pair_elem_t = std::conditional_t<Literal<A>, literal_t<typename ElemOf<B>::type, A>, typename ElemOf<A>::type>;
+template <class A, class B>
+using binary_elem_t = arith_t<pair_elem_t<A, B>, pair_elem_t<B, A>>;
+template <class X>
+concept TileOrLiteral = Literal<X> || !std::is_void_v<typename ElemOf<X>::type>;
+template <class A, class B>
+V binary_any(BinOp op, const A& a, const B& b, const SourceLoc& loc) {
+  static_assert(!(Literal<A> && Literal<B>), "tiledsl: at least one operand must be a tile");
+  if constexpr (Literal<A>) {
+    V vb = b.value();
+    return binary(op, as_value(a, dtype_v<typename ElemOf<B>::type>, loc), vb, loc);
+  } else {
+    V va = a.value();
+    return binary(op, va, as_value(b, dtype_v<typename ElemOf<A>::type>, loc), loc);
+  }
+}
+}  // namespace detail
+
+template <detail::TileOrLiteral A, detail::TileOrLiteral B>
+auto maximum(const A& a, const B& b, TILEDSL_LOC) {
+  return Tile<detail::binary_elem_t<A, B>>(detail::binary_any(BinOp::max, a, b, loc));
+}
+template <detail::TileOrLiteral A, detail::TileOrLiteral B>
+auto minimum(const A& a, const B& b, TILEDSL_LOC) {
+  return Tile<detail::binary_elem_t<A, B>>(detail::binary_any(BinOp::min, a, b, loc));
+}
+// Elementwise choice: cond ? a : b, with broadcasting.
+template <detail::TileOrLiteral A, detail::TileOrLiteral B>
+auto where(const Tile<bool>& cond, const A& a, const B& b, TILEDSL_LOC) {
+  using E = detail::promote_t<detail::pair_elem_t<A, B>, detail::pair_elem_t<B, A>>;
+  return Tile<E>(detail::select(cond.value(), detail::as_value(a, dtype_v<E>, loc), detail::as_value(b, dtype_v<E>, loc), loc));
+}
+template <class T>
+Tile<T> fma(const Tile<T>& a, const Tile<T>& b, const Tile<T>& c, TILEDSL_LOC) {
+  static_assert(detail::is_float_v<T>, "tl::fma: needs floating-point tiles");
+  return Tile<T>(detail::fma(a.value(), b.value(), c.value(), loc));
+}
+// Ceiling division: on C++ integers at trace time, or on integer tiles.
+constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+template <class T, detail::TileOrLiteral U>
+auto cdiv(const Tile<T>& a, const U& b, TILEDSL_LOC) {
+  static_assert(detail::is_int_v<T>, "tl::cdiv: needs integers");
+  using R = detail::binary_elem_t<Tile<T>, U>;
+  auto vb = detail::as_value(b, dtype_v<T>, loc);
+  auto num = detail::binary(BinOp::sub, detail::binary(BinOp::add, a.value(), vb, loc),
+                            detail::constant_int(1, dtype_v<T>, loc), loc);
+  return Tile<R>(detail::binary(BinOp::div, num, vb, loc));
+}
+
+// --- Memory ---------------------------------------------------------------------------------
+template <class T>
+Tile<T> load(const Tile<PtrTo<T>>& ptr, TILEDSL_LOC) {
+  return Tile<T>(detail::load(ptr.value(), nullptr, nullptr, loc));
+}
+template <class T>
+Tile<T> load(const Tile<PtrTo<T>>& ptr, const Tile<bool>& mask, TILEDSL_LOC) {
+  return Tile<T>(detail::load(ptr.value(), mask.value(), nullptr, loc));
+}
+template <class T, detail::TileOrLiteral O>
+Tile<T> load(const Tile<PtrTo<T>>& ptr, const Tile<bool>& mask, const O& other, TILEDSL_LOC) {
+  return Tile<T>(detail::load(ptr.value(), mask.value(), detail::as_value(other, dtype_v<T>, loc), loc));
+}
+template <class X>
+void load(const X&, ...) {
+  static_assert(sizeof(X) == 0, "tl::load: the first argument must be a pointer tile (tl::Ptr<T> plus offsets)");
+}
+template <class T, detail::TileOrLiteral X>
+void store(const Tile<PtrTo<T>>& ptr, const X& value, TILEDSL_LOC) {
+  detail::store(ptr.value(), detail::as_value(value, dtype_v<T>, loc), nullptr, loc);
+}
+template <class T, detail::TileOrLiteral X>
+void store(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, TILEDSL_LOC) {
+  detail::store(ptr.value(), detail::as_value(value, dtype_v<T>, loc), mask.value(), loc);
+}
+
+#define TILEDSL_ATOMIC(fn, kind)                                                                          \
+  template <class T, detail::TileOrLiteral X>                                                             \
+  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, TILEDSL_LOC) {                                    \
+    return Tile<T>(detail::atomic_rmw(kind, ptr.value(), detail::as_value(value, dtype_v<T>, loc), nullptr, loc)); \
+  }                                                                                                       \
+  template <class T, detail::TileOrLiteral X>                                                             \
+  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, TILEDSL_LOC) {            \
+    return Tile<T>(detail::atomic_rmw(kind, ptr.value(), detail::as_value(value, dtype_v<T>, loc), mask.value(), loc)); \
+  }
+TILEDSL_ATOMIC(atomic_add, "add")
+TILEDSL_ATOMIC(atomic_max, "max")
+TILEDSL_ATOMIC(atomic_min, "min")
+TILEDSL_ATOMIC(atomic_xchg, "xchg")
+TILEDSL_ATOMIC(atomic_and, "and")
+TILEDSL_ATOMIC(atomic_or, "or")
+TILEDSL_ATOMIC(atomic_xor, "xor")
+#undef TILEDSL_ATOMIC
+// Where *ptr == cmp, writes val; returns the old values.
+template <class T, detail::TileOrLiteral C, detail::TileOrLiteral X>
+Tile<T> atomic_cas(const Tile<PtrTo<T>>& ptr, const C& cmp, const X& val, TILEDSL_LOC) {
+  return Tile<T>(detail::atomic_cas(ptr.value(), detail::as_value(cmp, dtype_v<T>, loc), detail::as_value(val, dtype_v<T>, loc), loc));
+}
+
+// --- Block pointers (Triton's make_block_ptr) ------------------------------------------------
+// A view of a 2-D (or N-D) region of a strided tensor: loads and stores of the whole block,
+// with optional boundary checks. Traced as plain pointer arithmetic and masks.
+template <class T>
+struct BlockPtr {
+  Tile<PtrTo<T>> base;
+  std::vector<Tile<int64_t>> shape, strides, offsets;
+  std::vector<int64_t> block_shape, order;
+};
+enum class Padding { zero, nan };
+
+namespace detail {
+Tile<int64_t> to_i64(const IntArg& a, const SourceLoc& loc);
+// Pointers and in-bounds mask of a block; `checked` lists the dimensions to check.
+std::pair<V, V> block_ptr_addresses(V base, const std::vector<Tile<int64_t>>& shape,
+                                    const std::vector<Tile<int64_t>>& strides, const std::vector<Tile<int64_t>>& offsets,
+                                    const std::vector<int64_t>& block_shape, const std::vector<int>& checked,
+                                    const SourceLoc& loc);
+void check_block_ptr(size_t rank, size_t strides, size_t offsets, const std::vector<int64_t>& block_shape,
+                     const std::vector<int64_t>& order, const SourceLoc& loc);
+}  // namespace detail
+
+template <class T>
+BlockPtr<T> make_block_ptr(const Tile<PtrTo<T>>& base, const std::vector<IntArg>& shape, const std::vector<IntArg>& strides,
+                           const std::vector<IntArg>& offsets, const std::vector<int64_t>& block_shape,
+                           const std::vector<int64_t>& order, TILEDSL_LOC) {
+  detail::check_block_ptr(shape.size(), strides.size(), offsets.size(), block_shape, order, loc);
+  BlockPtr<T> bp{base, {}, {}, {}, block_shape, order};
+  for (const auto& s : shape) bp.shape.push_back(detail::to_i64(s, loc));
+  for (const auto& s : strides) bp.strides.push_back(detail::to_i64(s, loc));
+  for (const auto& s : offsets) bp.offsets.push_back(detail::to_i64(s, loc));
+  return bp;
+}
+template <class T>
+BlockPtr<T> advance(const BlockPtr<T>& bp, const std::vector<IntArg>& deltas, TILEDSL_LOC) {
+  detail::check_block_ptr(bp.shape.size(), bp.strides.size(), deltas.size(), bp.block_shape, bp.order, loc);
+  BlockPtr<T> out = bp;
+  for (size_t i = 0; i < deltas.size(); ++i)
+    out.offsets[i] = Tile<int64_t>(detail::binary(BinOp::add, bp.offsets[i].value(), detail::to_i64(deltas[i], loc).value(), loc));
+  return out;
+}
+template <class T>
+Tile<T> load(const BlockPtr<T>& bp, const std::vector<int>& boundary_check = {}, Padding padding = Padding::zero,
+             TILEDSL_LOC) {
+  auto [ptr, mask] = detail::block_ptr_addresses(bp.base.value(), bp.shape, bp.strides, bp.offsets, bp.block_shape,
+                                                 boundary_check, loc);
+  if (!mask) return Tile<T>(detail::load(ptr, nullptr, nullptr, loc));
+  double pad = padding == Padding::nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+  return Tile<T>(detail::load(ptr, mask, detail::constant(pad, dtype_v<T>, loc), loc));
+}
+template <class T, class U>
+void store(const BlockPtr<T>& bp, const Tile<U>& value, const std::vector<int>& boundary_check = {}, TILEDSL_LOC) {
+  auto [ptr, mask] = detail::block_ptr_addresses(bp.base.value(), bp.shape, bp.strides, bp.offsets, bp.block_shape,
+                                                 boundary_check, loc);
+  detail::store(ptr, value.value(), mask, loc);
+}
+
+// --- Dot, reductions, scans -----------------------------------------------------------------
+// a [M, K] @ b [K, N] with f32 accumulation; f16, bf16 or f32 inputs of one dtype.
+template <class T>
+Tile<float> dot(const Tile<T>& a, const Tile<T>& b, TILEDSL_LOC) {
+  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
+                "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
+  return Tile<float>(detail::dot(a.value(), b.value(), nullptr, loc));
+}
+template <class T>
+Tile<float> dot(const Tile<T>& a, const Tile<T>& b, const Tile<float>& acc, TILEDSL_LOC) {
+  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
+                "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
+  return Tile<float>(detail::dot(a.value(), b.value(), acc.value(), loc));
+}
+
+// Generic reduction with a user combine function (Triton's tl.reduce): combine(Tile<T>, Tile<T>) -> Tile<T>
+// on scalars; it must be associative and commutative.
+template <class T, class F>
+Tile<T> reduce(const Tile<T>& x, int axis, F combine, TILEDSL_LOC) {
+  auto fn = [&](std::span<detail::V const> l, std::span<detail::V const> r) {
+    return std::vector<detail::V>{Tile<T>(combine(Tile<T>(l[0]), Tile<T>(r[0]))).value()};
+  };
+  return Tile<T>(detail::reduce({x.value()}, axis, fn, loc, "reduce")[0]);
+}
+template <class T, class F>
+Tile<T> associative_scan(const Tile<T>& x, int axis, F combine, bool reverse = false, TILEDSL_LOC) {
+  auto fn = [&](std::span<detail::V const> l, std::span<detail::V const> r) {
+    return std::vector<detail::V>{Tile<T>(combine(Tile<T>(l[0]), Tile<T>(r[0]))).value()};
+  };
+  return Tile<T>(detail::scan({x.value()}, axis, reverse, fn, loc, "associative_scan")[0]);
+}
+
+namespace detail {
+template <class T>
+Tile<T> reduce_all(const Tile<T>& x, BinOp op, const SourceLoc& loc, const char* name) {
+  auto flat = x.rank() == 1 ? x.value() : reshape(x.value(), {x.numel()}, loc);
+  return Tile<T>(reduce({flat}, 0, [&](auto l, auto r) { return std::vector<V>{binary(op, l[0], r[0], loc)}; }, loc, name)[0]);
+}
+template <class T>
+Tile<T> reduce_axis(const Tile<T>& x, int axis, BinOp op, const SourceLoc& loc, const char* name) {
+  return Tile<T>(reduce({x.value()}, axis, [&](auto l, auto r) { return std::vector<V>{binary(op, l[0], r[0], loc)}; }, loc, name)[0]);
+}
+Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc);
+template <class T>
+using sum_t = std::conditional_t<is_int_v<T> && sizeof(T) < 4, int32_t, T>;
+}  // namespace detail
+
+// Sums over `axis` (the axis disappears), or over everything into a scalar. Narrow integers sum in i32.
+template <class T>
+Tile<detail::sum_t<T>> sum(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  return detail::reduce_axis(x.template to<detail::sum_t<T>>(loc), axis, BinOp::add, loc, "sum");
+}
+template <class T>
+Tile<detail::sum_t<T>> sum(const Tile<T>& x, TILEDSL_LOC) {
+  return detail::reduce_all(x.template to<detail::sum_t<T>>(loc), BinOp::add, loc, "sum");
+}
+template <class T>
+Tile<T> max(const Tile<T>& x, int axis, TILEDSL_LOC) { return detail::reduce_axis(x, axis, BinOp::max, loc, "max"); }
+template <class T>
+Tile<T> max(const Tile<T>& x, TILEDSL_LOC) { return detail::reduce_all(x, BinOp::max, loc, "max"); }
+template <class T>
+Tile<T> min(const Tile<T>& x, int axis, TILEDSL_LOC) { return detail::reduce_axis(x, axis, BinOp::min, loc, "min"); }
+template <class T>
+Tile<T> min(const Tile<T>& x, TILEDSL_LOC) { return detail::reduce_all(x, BinOp::min, loc, "min"); }
+// Index of the largest (smallest) element along `axis`; ties go to the smallest index.
+template <class T>
+Tile<int32_t> argmax(const Tile<T>& x, int axis, TILEDSL_LOC) { return detail::arg_reduce(x.value(), axis, true, loc); }
+template <class T>
+Tile<int32_t> argmin(const Tile<T>& x, int axis, TILEDSL_LOC) { return detail::arg_reduce(x.value(), axis, false, loc); }
+template <class T>
+Tile<detail::sum_t<T>> cumsum(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {
+  auto y = x.template to<detail::sum_t<T>>(loc);
+  return Tile<detail::sum_t<T>>(detail::scan({y.value()}, axis, reverse,
+      [&](auto l, auto r) { return std::vector<detail::V>{detail::binary(BinOp::add, l[0], r[0], loc)}; }, loc, "cumsum")[0]);
+}
+template <class T>
+Tile<T> cumprod(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {
+  return Tile<T>(detail::scan({x.value()}, axis, reverse,
+      [&](auto l, auto r) { return std::vector<detail::V>{detail::binary(BinOp::mul, l[0], r[0], loc)}; }, loc, "cumprod")[0]);
+}
+// Softmax along the last axis (Triton's tl.softmax).
+template <class T>
+Tile<T> softmax(const Tile<T>& x, TILEDSL_LOC) {
+  static_assert(detail::is_float_v<T>, "tl::softmax: needs a floating-point tile");
+  int last = x.rank() - 1;
+  auto m = Tile<T>(detail::expand_dims(max(x, last, loc).value(), last, loc));
+  auto e = exp(Tile<T>(detail::binary(BinOp::sub, x.value(), m.value(), loc)), loc);
+  auto s = Tile<T>(detail::expand_dims(sum(e, last, loc).value(), last, loc));
+  return Tile<T>(detail::binary(BinOp::div, e.value(), s.value(), loc));
+}
+
+// --- Random numbers (Philox 4x32-10; docs/language.md defines every bit) ----------------------
+std::array<Tile<uint32_t>, 4> randint4x(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+Tile<uint32_t> randint(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+// Uniform in [0, 1).
+Tile<float> rand(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+// Standard normal (Box-Muller on two Philox outputs).
+Tile<float> randn(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+
+// --- Hints and debugging --------------------------------------------------------------------
+// Promise that each element (per dimension) is a multiple of `n`; used by axis analysis.
+template <class T>
+Tile<T> multiple_of(const Tile<T>& x, std::vector<int64_t> n, TILEDSL_LOC) {
+  return Tile<T>(detail::multiple_of(x.value(), n, loc));
+}
+// Promise that runs of `n` consecutive elements (per dimension) are contiguous.
+template <class T>
+Tile<T> max_contiguous(const Tile<T>& x, std::vector<int64_t> n, TILEDSL_LOC) {
+  return Tile<T>(detail::max_contiguous(x.value(), n, loc));
+}
+// A trace-time check on constexpr values (named with a trailing _ because static_assert is a keyword).
+inline void static_assert_(bool cond, const std::string& msg = "", TILEDSL_LOC) { detail::static_check(cond, msg, loc); }
+inline void device_assert(const Tile<bool>& cond, const std::string& msg = "", TILEDSL_LOC) {
+  detail::device_assert(cond.value(), msg, loc);
+}
+// Prints every element of each tile, prefixed with the program id and element index.
+struct Print {
+  std::string prefix;
+  bool hex = false;
+  SourceLoc loc;
+  Print(std::string prefix, bool hex = false, TILEDSL_LOC) : prefix(std::move(prefix)), hex(hex), loc(loc) {}
+};
+template <class... Ts>
+void device_print(const Print& p, const Tile<Ts>&... xs) {
+  detail::print(p.prefix, p.hex, {xs.value()...}, p.loc);
+}
+
+// --- Control flow ---------------------------------------------------------------------------
+// for (iv = lo; iv < hi; iv += step) body(iv). Variables the body assigns become loop-carried
+// values: the body is traced twice, once to find them and once to build the loop.
+template <class Body>
+void range(const IntArg& lo, const IntArg& hi, const IntArg& step, Body&& body, TILEDSL_LOC) {
+  detail::for_loop(lo.v, hi.v, step.v, [&](detail::V iv) {
+    if (detail::dtype(iv) == DType::i64) {
+      if constexpr (std::is_invocable_v<Body, Tile<int64_t>>) body(Tile<int64_t>(iv));
+      else throw Error(std::string(loc.file_name()) + ":" + std::to_string(loc.line()) +
+                       ": error: range: the bounds are 64-bit; take the loop variable as tl::Int64");
+    } else {
+      if constexpr (std::is_invocable_v<Body, Tile<int32_t>>) body(Tile<int32_t>(iv));
+      else body(Tile<int64_t>(detail::cast(iv, DType::i64, loc)));
+    }
+  }, loc);
+}
+template <class Body>
+void range(const IntArg& lo, const IntArg& hi, Body&& body, TILEDSL_LOC) {
+  range(lo, hi, IntArg(1, loc), std::forward<Body>(body), loc);
+}
+// if (cond) then_fn(); else else_fn(); variables either branch assigns become the if's results.
+template <class Then, class Else>
+void if_(const Tile<bool>& cond, Then&& then_fn, Else&& else_fn, TILEDSL_LOC) {
+  detail::if_else(cond.value(), std::forward<Then>(then_fn), std::forward<Else>(else_fn), loc);
+}
+template <class Then>
+void if_(const Tile<bool>& cond, Then&& then_fn, TILEDSL_LOC) {
+  detail::if_else(cond.value(), std::forward<Then>(then_fn), [] {}, loc);
+}
+
+}  // namespace tiledsl

@@ -1,0 +1,9 @@
+// tiledsl: Triton's block programming model in C++. Include this one header; write
+// `namespace tl = tiledsl;`. See docs/language.md for every op.
+#pragma once
+
+#include "tiledsl/dtype.h"
+#include "tiledsl/error.h"
+#include "tiledsl/kernel.h"
+#include "tiledsl/tensor.h"
+#include "tiledsl/tile.h"

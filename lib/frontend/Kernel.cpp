@@ -1,0 +1,233 @@
+// Kernel definition, argument checking, specialisation, the trace cache and dispatch to the
+// backend.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "frontend/Trace.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "runtime/Interpreter.h"
+#include "support/Error.h"
+#include "tiledsl/kernel.h"
+
+namespace tiledsl {
+
+namespace detail {
+// One traced specialisation.
+struct Specialization {
+  std::unique_ptr<ir::Function> fn;
+};
+
+struct KernelImpl {
+  std::string name;
+  std::vector<std::string> params;
+  std::vector<ParamSpec> specs;
+  TraceFn trace;
+  std::string def_loc;
+
+  std::mutex mu;
+  std::map<std::vector<int64_t>, std::shared_ptr<Specialization>> cache;
+  std::atomic<size_t> traces{0};
+};
+}  // namespace detail
+
+namespace {
+using detail::KernelImpl;
+using detail::LaunchArg;
+
+std::string where(const SourceLoc& loc) { return frontend::to_location(loc).str(); }
+
+const char* kind_name(ParamKind k) {
+  switch (k) {
+    case ParamKind::pointer: return "tl::Ptr";
+    case ParamKind::i32: return "tl::Int (i32)";
+    case ParamKind::i64: return "tl::Int64 (i64)";
+    case ParamKind::f32: return "tl::Float (f32)";
+    case ParamKind::constexpr_: return "tl::Constexpr";
+  }
+  return "?";
+}
+
+std::string arg_desc(const LaunchArg& a) {
+  switch (a.kind) {
+    case LaunchArg::tensor: return a.t->defined() ? fmt::format("a tensor of {}", name(a.t->dtype())) : "an empty tensor";
+    case LaunchArg::integer: return fmt::format("the integer {}", a.i);
+    default: return fmt::format("the float {}", a.f);
+  }
+}
+
+void check_args(const KernelImpl& k, std::span<const LaunchArg> args, const SourceLoc& loc) {
+  if (args.size() != k.specs.size())
+    user_error(where(loc), k.name, "launch", "expects {} arguments ({}) but got {}", k.specs.size(),
+               fmt::join(k.params, ", "), args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ParamSpec& p = k.specs[i];
+    const LaunchArg& a = args[i];
+    auto bad = [&](const std::string& want) {
+      user_error(where(loc), k.name, "launch", "argument {} ('{}') expects {}, got {}", i + 1, k.params[i], want,
+                 arg_desc(a));
+    };
+    switch (p.kind) {
+      case ParamKind::pointer:
+        if (a.kind != LaunchArg::tensor || !a.t->defined() || a.t->dtype() != p.dtype)
+          bad(fmt::format("a tensor of {} (tl::Ptr<{}>)", name(p.dtype), name(p.dtype)));
+        if (a.t->device() != Device::cpu) bad("a tensor on the interpreter's (host) memory");
+        break;
+      case ParamKind::i32:
+        if (a.kind != LaunchArg::integer) bad(kind_name(p.kind));
+        if (a.i < INT32_MIN || a.i > INT32_MAX) bad("tl::Int (i32), a value that fits in 32 bits; use tl::Int64");
+        break;
+      case ParamKind::i64:
+      case ParamKind::constexpr_:
+        if (a.kind != LaunchArg::integer) bad(kind_name(p.kind));
+        break;
+      case ParamKind::f32:
+        if (a.kind == LaunchArg::tensor) bad(kind_name(p.kind));
+        break;
+    }
+  }
+}
+
+// Triton's specialisation: constexpr values, and for each integer whether it is 1 or a multiple
+// of 16, for each pointer whether it is 16-byte aligned.
+std::vector<int64_t> spec_key(const KernelImpl& k, std::span<const LaunchArg> args) {
+  std::vector<int64_t> key;
+  for (size_t i = 0; i < args.size(); ++i) {
+    switch (k.specs[i].kind) {
+      case ParamKind::pointer: key.push_back(reinterpret_cast<uintptr_t>(args[i].t->data_ptr()) % 16 == 0); break;
+      case ParamKind::i32:
+      case ParamKind::i64: key.push_back(args[i].i == 1 ? 1 : args[i].i % 16 == 0 ? 2 : 0); break;
+      case ParamKind::f32: key.push_back(0); break;
+      case ParamKind::constexpr_: key.push_back(args[i].i); break;
+    }
+  }
+  return key;
+}
+
+ir::Type param_type(const ParamSpec& p) {
+  switch (p.kind) {
+    case ParamKind::pointer: return ir::Type::pointer(ir::Type::scalar(p.dtype));
+    default: return ir::Type::scalar(p.dtype);
+  }
+}
+
+std::unique_ptr<ir::Function> trace(KernelImpl& k, std::span<const LaunchArg> args, const std::vector<int64_t>& key) {
+  auto f = std::make_unique<ir::Function>();
+  f->name = k.name;
+  ir::Builder b(*f);
+  frontend::TraceScope scope(b);
+  std::vector<detail::TraceArg> targs(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ParamSpec& p = k.specs[i];
+    if (p.kind == ParamKind::constexpr_) {
+      targs[i].constant = args[i].i;
+      f->attrs[k.params[i]] = args[i].i;
+      continue;
+    }
+    ir::Value* a = f->body.add_arg(param_type(p));
+    f->arg_names.push_back(k.params[i]);
+    ir::Attrs attrs;
+    targs[i].value = a;
+    if (p.kind == ParamKind::pointer && key[i]) attrs["divisibility"] = int64_t{16};
+    if (p.kind == ParamKind::i32 || p.kind == ParamKind::i64) {
+      if (key[i] == 1) {
+        attrs["equal_to"] = int64_t{1};
+        targs[i].value = b.constant_int(1, p.dtype, {});  // specialised: uses see the constant
+      } else if (key[i] == 2) {
+        attrs["divisibility"] = int64_t{16};
+      }
+    }
+    f->arg_attrs.push_back(std::move(attrs));
+  }
+  k.trace(targs);
+  ir::verify(*f);
+  f->number_values();
+  k.traces++;
+  return f;
+}
+
+std::shared_ptr<detail::Specialization> specialise(KernelImpl& k, std::span<const LaunchArg> args) {
+  auto key = spec_key(k, args);
+  std::lock_guard lock(k.mu);
+  auto it = k.cache.find(key);
+  if (it != k.cache.end()) return it->second;
+  auto s = std::make_shared<detail::Specialization>();
+  s->fn = trace(k, args, key);
+  k.cache.emplace(key, s);
+  return s;
+}
+}  // namespace
+
+int64_t Meta::operator[](std::string_view name) const {
+  for (size_t i = 0; i < k_.params.size(); ++i)
+    if (k_.params[i] == name) {
+      if (k_.specs[i].kind != ParamKind::constexpr_)
+        throw Error(fmt::format("kernel '{}': Meta[\"{}\"]: '{}' is not a tl::Constexpr parameter", k_.name, name, name));
+      return args_[i].i;
+    }
+  throw Error(fmt::format("kernel '{}': Meta[\"{}\"]: no parameter named '{}' (parameters: {})", k_.name, name, name,
+                          fmt::join(k_.params, ", ")));
+}
+
+Kernel::Kernel(std::string name, std::vector<std::string> params, std::vector<ParamSpec> specs, detail::TraceFn fn,
+               SourceLoc loc)
+    : impl_(std::make_shared<KernelImpl>()) {
+  impl_->name = std::move(name);
+  impl_->params = std::move(params);
+  impl_->specs = std::move(specs);
+  impl_->trace = std::move(fn);
+  impl_->def_loc = where(loc);
+  if (impl_->params.size() != impl_->specs.size())
+    user_error(impl_->def_loc, impl_->name, "kernel", "{} parameter names ({}) for a lambda of {} parameters",
+               impl_->params.size(), fmt::join(impl_->params, ", "), impl_->specs.size());
+  std::set<std::string> seen;
+  for (const auto& p : impl_->params)
+    if (!seen.insert(p).second) user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' appears twice", p);
+}
+
+void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const LaunchArg> args) const {
+  KernelImpl& k = *impl_;
+  check_args(k, args, g.loc());
+  Dim3 d = g.resolve(Meta(k, args));
+  if (d.x <= 0 || d.y <= 0 || d.z <= 0)
+    user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) has a dimension below 1; every dimension must be at least 1",
+               d.x, d.y, d.z);
+  if (o.num_warps <= 0 || (o.num_warps & (o.num_warps - 1)) != 0 || o.num_warps > 32)
+    user_error(where(g.loc()), k.name, "launch", "num_warps must be a power of two from 1 to 32, got {}", o.num_warps);
+  auto spec = specialise(k, args);
+  std::vector<runtime::InterpArg> iargs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    runtime::InterpArg a;
+    a.kind = runtime::InterpArg::integer;
+    a.name = k.params[i];
+    switch (k.specs[i].kind) {
+      case ParamKind::constexpr_: continue;
+      case ParamKind::pointer:
+        a.kind = runtime::InterpArg::pointer;
+        a.base = args[i].t->data_ptr();
+        a.bytes = args[i].t->nbytes();
+        break;
+      case ParamKind::f32:
+        a.kind = runtime::InterpArg::floating;
+        a.f = args[i].kind == LaunchArg::floating ? args[i].f : static_cast<double>(args[i].i);
+        break;
+      default: a.i = args[i].i;
+    }
+    iargs.push_back(std::move(a));
+  }
+  runtime::interpret(*spec->fn, iargs, {d.x, d.y, d.z}, runtime::default_interpreter_threads());
+}
+
+std::string Kernel::ir_for(std::span<const LaunchArg> args, bool locations) const {
+  check_args(*impl_, args, SourceLoc::current());
+  return ir::print(*specialise(*impl_, args)->fn, {locations});
+}
+
+size_t Kernel::trace_count() const { return impl_->traces; }
+const std::string& Kernel::name() const { return impl_->name; }
+
+}  // namespace tiledsl

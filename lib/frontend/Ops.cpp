@@ -1,0 +1,375 @@
+// The untyped half of the language (tiledsl/tile.h): each function forwards to the checked
+// builder of the active trace.
+#include <filesystem>
+
+#include "frontend/Trace.h"
+#include "support/Error.h"
+#include "tiledsl/tile.h"
+
+namespace tiledsl {
+
+namespace frontend {
+namespace {
+thread_local ir::Builder* active = nullptr;
+}
+
+ir::Location to_location(const std::source_location& loc) {
+  return ir::Location{std::filesystem::path(loc.file_name()).filename().string(), loc.line(), loc.column()};
+}
+
+ir::Builder& builder(const std::source_location& loc) {
+  if (!active)
+    user_error(to_location(loc).str(), "", "", "tiledsl ops can only be called inside a kernel body while it is traced");
+  return *active;
+}
+
+TraceScope::TraceScope(ir::Builder& b) : saved_(active) { active = &b; }
+TraceScope::~TraceScope() { active = saved_; }
+}  // namespace frontend
+
+// --- Handle registry ------------------------------------------------------------------------
+struct HandleAccess {
+  static thread_local Handle* head;
+  static Handle* next(Handle* h) { return h->next_; }
+  static ir::Value*& value(Handle* h) { return h->v_; }
+};
+thread_local Handle* HandleAccess::head = nullptr;
+
+void Handle::link() {
+  next_ = HandleAccess::head;
+  prev_ = nullptr;
+  if (next_) next_->prev_ = this;
+  HandleAccess::head = this;
+}
+
+void Handle::unlink() {
+  if (prev_) prev_->next_ = next_;
+  else HandleAccess::head = next_;
+  if (next_) next_->prev_ = prev_;
+}
+
+namespace detail {
+using frontend::builder;
+using frontend::to_location;
+using ir::OpKind;
+
+namespace {
+OpKind bin_kind(BinOp op) {
+  switch (op) {
+    case BinOp::add: return OpKind::Add;
+    case BinOp::sub: return OpKind::Sub;
+    case BinOp::mul: return OpKind::Mul;
+    case BinOp::div: return OpKind::Div;
+    case BinOp::rem: return OpKind::Rem;
+    case BinOp::max: return OpKind::Max;
+    case BinOp::min: return OpKind::Min;
+    case BinOp::band: return OpKind::And;
+    case BinOp::bor: return OpKind::Or;
+    case BinOp::bxor: return OpKind::Xor;
+    case BinOp::shl: return OpKind::Shl;
+    case BinOp::shr: return OpKind::Shr;
+  }
+  return OpKind::Add;
+}
+OpKind un_kind(UnOp op) {
+  switch (op) {
+    case UnOp::neg: return OpKind::Neg;
+    case UnOp::bnot: return OpKind::Not;
+    case UnOp::exp: return OpKind::Exp;
+    case UnOp::exp2: return OpKind::Exp2;
+    case UnOp::log: return OpKind::Log;
+    case UnOp::log2: return OpKind::Log2;
+    case UnOp::sqrt: return OpKind::Sqrt;
+    case UnOp::rsqrt: return OpKind::Rsqrt;
+    case UnOp::sin: return OpKind::Sin;
+    case UnOp::cos: return OpKind::Cos;
+    case UnOp::floor: return OpKind::Floor;
+    case UnOp::ceil: return OpKind::Ceil;
+    case UnOp::erf: return OpKind::Erf;
+    case UnOp::abs: return OpKind::Abs;
+  }
+  return OpKind::Neg;
+}
+const char* pred_name(CmpPred p) {
+  static const char* names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  return names[static_cast<int>(p)];
+}
+
+// (handle, value before) for every live handle: what tl::range and tl::if_ compare against.
+std::vector<std::pair<Handle*, V>> snapshot() {
+  std::vector<std::pair<Handle*, V>> s;
+  for (Handle* h = HandleAccess::head; h; h = HandleAccess::next(h)) s.emplace_back(h, h->value());
+  return s;
+}
+void restore(const std::vector<std::pair<Handle*, V>>& s) {
+  for (auto& [h, v] : s) HandleAccess::value(h) = v;
+}
+
+// Runs fn with the builder inserting into `block`, restoring the insertion point afterwards.
+template <class Fn>
+void inside(ir::Builder& b, ir::Block* block, Fn&& fn) {
+  ir::Block* saved = b.block();
+  b.set_block(block);
+  try {
+    fn();
+  } catch (...) {
+    b.set_block(saved);
+    throw;
+  }
+  b.set_block(saved);
+}
+}  // namespace
+
+#define B builder(loc)
+#define L to_location(loc)
+V constant(double v, DType t, const SourceLoc& loc) { return B.constant(v, t, L); }
+V constant_int(int64_t v, DType t, const SourceLoc& loc) { return B.constant_int(v, t, L); }
+V binary(BinOp op, V a, V b, const SourceLoc& loc) { return B.binary(bin_kind(op), a, b, L); }
+V compare(CmpPred p, V a, V b, const SourceLoc& loc) { return B.compare(pred_name(p), a, b, L); }
+V unary(UnOp op, V a, const SourceLoc& loc) { return B.unary(un_kind(op), a, L); }
+V cast(V a, DType t, const SourceLoc& loc) { return B.cast(a, t, L); }
+V bitcast(V a, DType t, const SourceLoc& loc) { return B.bitcast(a, t, L); }
+V program_id(int axis, const SourceLoc& loc) { return B.program_id(axis, L); }
+V num_programs(int axis, const SourceLoc& loc) { return B.num_programs(axis, L); }
+V arange(int64_t start, int64_t end, const SourceLoc& loc) { return B.arange(start, end, L); }
+V full(const std::vector<int64_t>& shape, V scalar, const SourceLoc& loc, const char* op) { return B.full(shape, scalar, L, op); }
+V broadcast_to(V v, const std::vector<int64_t>& shape, const SourceLoc& loc) { return B.broadcast_to(v, shape, L); }
+V expand_dims(V v, int axis, const SourceLoc& loc) { return B.expand_dims(v, axis, L); }
+V reshape(V v, const std::vector<int64_t>& shape, const SourceLoc& loc) { return B.reshape(v, shape, L); }
+V trans(V v, const std::vector<int64_t>& perm, const SourceLoc& loc) { return B.trans(v, perm, L); }
+V select(V c, V a, V b, const SourceLoc& loc) { return B.select(c, a, b, L); }
+V fma(V a, V b, V c, const SourceLoc& loc) { return B.fma(a, b, c, L); }
+V load(V p, V mask, V other, const SourceLoc& loc) { return B.load(p, mask, other, L); }
+void store(V p, V v, V mask, const SourceLoc& loc) { B.store(p, v, mask, L); }
+V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc) { return B.atomic_rmw(kind, p, v, mask, L); }
+V atomic_cas(V p, V cmp, V v, const SourceLoc& loc) { return B.atomic_cas(p, cmp, v, L); }
+V dot(V a, V b, V acc, const SourceLoc& loc) { return B.dot(a, b, acc, L); }
+V multiple_of(V v, const std::vector<int64_t>& values, const SourceLoc& loc) { return B.hint(OpKind::MultipleOf, v, values, L); }
+V max_contiguous(V v, const std::vector<int64_t>& values, const SourceLoc& loc) {
+  return B.hint(OpKind::MaxContiguous, v, values, L);
+}
+void print(const std::string& prefix, bool hex, const std::vector<V>& values, const SourceLoc& loc) {
+  B.print(prefix, hex, values, L);
+}
+void device_assert(V cond, const std::string& msg, const SourceLoc& loc) { B.device_assert(cond, msg, L); }
+void static_check(bool cond, const std::string& msg, const SourceLoc& loc) {
+  if (!cond) B.fail(L, "static_assert", msg.empty() ? "assertion failed" : msg);
+}
+std::vector<int64_t> shape(V v) { return v->type.shape(); }
+DType dtype(V v) { return v->type.dtype(); }
+
+std::array<V, 4> philox(V seed, V offsets, const SourceLoc& loc) {
+  auto r = B.philox(seed, offsets, 10, L);
+  return {r[0], r[1], r[2], r[3]};
+}
+
+namespace {
+std::vector<V> combine_region(ir::Builder& b, ir::Op* op, size_t n, const Combine& combine, const SourceLoc& loc) {
+  ir::Block* body = op->regions[0].get();
+  std::vector<V> lhs, rhs;
+  for (size_t i = 0; i < n; ++i) lhs.push_back(body->args[i].get());
+  for (size_t i = 0; i < n; ++i) rhs.push_back(body->args[n + i].get());
+  std::vector<V> out;
+  inside(b, body, [&] { out = combine(lhs, rhs); });
+  b.finish_combine(op, out, L);
+  std::vector<V> results;
+  for (auto& r : op->results) results.push_back(r.get());
+  return results;
+}
+}  // namespace
+
+std::vector<V> reduce(const std::vector<V>& in, int axis, const Combine& combine, const SourceLoc& loc, const char* name) {
+  ir::Op* op = B.begin_reduce(in, axis, L, name);
+  return combine_region(B, op, in.size(), combine, loc);
+}
+
+std::vector<V> scan(const std::vector<V>& in, int axis, bool reverse, const Combine& combine, const SourceLoc& loc,
+                    const char* name) {
+  ir::Op* op = B.begin_scan(in, axis, reverse, L, name);
+  return combine_region(B, op, in.size(), combine, loc);
+}
+
+Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc) {
+  auto& b = B;
+  const auto& shape = x->type.shape();
+  int rank = static_cast<int>(shape.size());
+  const char* name = is_max ? "argmax" : "argmin";
+  if (rank == 0) b.fail(L, name, fmt::format("needs a tile, got the scalar {}", x->type.str()));
+  if (axis < -rank || axis >= rank)
+    b.fail(L, name, fmt::format("axis {} is out of range for a tile of shape {} (rank {})", axis,
+                                ir::shape_str(shape), rank));
+  if (axis < 0) axis += rank;
+  V idx = b.arange(0, shape[static_cast<size_t>(axis)], L);
+  for (int d = 0; d < rank; ++d)
+    if (d != axis) idx = b.expand_dims(idx, d, L);
+  idx = b.broadcast_to(idx, shape, L);
+  auto res = reduce({x, idx}, axis, [&](std::span<V const> l, std::span<V const> r) {
+    V better = b.compare(is_max ? "gt" : "lt", l[0], r[0], L);
+    V tie = b.binary(OpKind::And, b.compare("eq", l[0], r[0], L), b.compare("lt", l[1], r[1], L), L);
+    V pick = b.binary(OpKind::Or, better, tie, L);
+    return std::vector<V>{b.select(pick, l[0], r[0], L), b.select(pick, l[1], r[1], L)};
+  }, loc, name);
+  return Tile<int32_t>(res[1]);
+}
+
+void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc) {
+  auto& b = B;
+  // Pass 1: trace into a throw-away loop to learn which live handles the body assigns.
+  auto before = snapshot();
+  ir::Op* probe = b.begin_for(lo, hi, step, {}, L);
+  ir::Block* outer = b.block();
+  try {
+    inside(b, probe->regions[0].get(), [&] { body(probe->regions[0]->args[0].get()); });
+  } catch (...) {
+    restore(before);
+    outer->ops.pop_back();
+    throw;
+  }
+  std::vector<std::pair<Handle*, V>> carried;
+  for (auto& [h, v] : before)
+    if (h->value() != v) carried.emplace_back(h, v);
+  restore(before);
+  TILEDSL_CHECK(outer->ops.back().get() == probe, "loop probe is not the last op");
+  outer->ops.pop_back();
+
+  // Pass 2: the real loop, with the assigned handles as loop-carried values.
+  std::vector<V> inits;
+  for (auto& c : carried) inits.push_back(c.second);
+  ir::Op* loop = b.begin_for(lo, hi, step, inits, L);
+  ir::Block* region = loop->regions[0].get();
+  for (size_t i = 0; i < carried.size(); ++i) HandleAccess::value(carried[i].first) = region->args[i + 1].get();
+  inside(b, region, [&] {
+    body(region->args[0].get());
+    std::vector<V> yields;
+    for (size_t i = 0; i < carried.size(); ++i) {
+      V y = carried[i].first->value();
+      if (y->type != inits[i]->type)
+        b.fail(L, "range", fmt::format("a variable assigned in the loop body changes type from {} to {}; "
+                                       "loop-carried variables must keep their element type and shape",
+                                       inits[i]->type.str(), y->type.str()));
+      yields.push_back(y);
+    }
+    b.yield(yields, L);
+  });
+  for (size_t i = 0; i < carried.size(); ++i) HandleAccess::value(carried[i].first) = loop->result(i);
+}
+
+void if_else(V cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn, const SourceLoc& loc) {
+  auto& b = B;
+  auto before = snapshot();
+  ir::Op* op = b.begin_if(cond, L);
+  auto trace_branch = [&](size_t r, const std::function<void()>& fn) {
+    inside(b, op->regions[r].get(), fn);
+    std::vector<V> after;
+    for (auto& [h, v] : before) after.push_back(h->value());
+    restore(before);
+    return after;
+  };
+  auto then_vals = trace_branch(0, then_fn);
+  auto else_vals = trace_branch(1, else_fn);
+  std::vector<size_t> changed;
+  for (size_t i = 0; i < before.size(); ++i)
+    if (then_vals[i] != before[i].second || else_vals[i] != before[i].second) {
+      for (V v : {then_vals[i], else_vals[i]})
+        if (v->type != before[i].second->type)
+          b.fail(L, "if_", fmt::format("a variable assigned in a branch changes type from {} to {}; variables "
+                                       "assigned under if_ must keep their element type and shape",
+                                       before[i].second->type.str(), v->type.str()));
+      changed.push_back(i);
+    }
+  std::vector<V> ty, ey;
+  for (size_t i : changed) {
+    ty.push_back(then_vals[i]);
+    ey.push_back(else_vals[i]);
+  }
+  inside(b, op->regions[0].get(), [&] { b.yield(ty, L); });
+  inside(b, op->regions[1].get(), [&] { b.yield(ey, L); });
+  for (size_t i : changed) HandleAccess::value(before[i].first) = op->add_result(before[i].second->type);
+}
+
+// --- Block pointers -------------------------------------------------------------------------
+Tile<int64_t> to_i64(const IntArg& a, const SourceLoc& loc) { return Tile<int64_t>(B.cast(a.v, DType::i64, L)); }
+
+void check_block_ptr(size_t rank, size_t strides, size_t offsets, const std::vector<int64_t>& block_shape,
+                     const std::vector<int64_t>& order, const SourceLoc& loc) {
+  auto& b = B;
+  if (strides != rank || offsets != rank || block_shape.size() != rank || order.size() != rank)
+    b.fail(L, "make_block_ptr", fmt::format("shape, strides, offsets, block_shape and order need one entry per "
+                                            "dimension; got {}, {}, {}, {} and {}", rank, strides, offsets,
+                                            block_shape.size(), order.size()));
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != static_cast<int64_t>(i))
+      b.fail(L, "make_block_ptr", fmt::format("order {} is not a permutation of the dimensions", ir::shape_str(order)));
+}
+
+std::pair<V, V> block_ptr_addresses(V base, const std::vector<Tile<int64_t>>& shape, const std::vector<Tile<int64_t>>& strides,
+                                    const std::vector<Tile<int64_t>>& offsets, const std::vector<int64_t>& block_shape,
+                                    const std::vector<int>& checked, const SourceLoc& loc) {
+  auto& b = B;
+  size_t rank = block_shape.size();
+  V ptr = base, mask = nullptr;
+  for (size_t d = 0; d < rank; ++d) {
+    V idx = b.binary(OpKind::Add, b.cast(b.arange(0, block_shape[d], L), DType::i64, L), offsets[d].value(), L);
+    for (size_t e = 0; e < rank; ++e)
+      if (e != d) idx = b.expand_dims(idx, static_cast<int>(e), L);
+    ptr = b.addptr(ptr, b.binary(OpKind::Mul, idx, strides[d].value(), L), L);
+    if (std::find(checked.begin(), checked.end(), static_cast<int>(d)) != checked.end()) {
+      V zero = b.constant_int(0, DType::i64, L);
+      V in = b.binary(OpKind::And, b.compare("ge", idx, zero, L), b.compare("lt", idx, shape[d].value(), L), L);
+      mask = mask ? b.binary(OpKind::And, mask, in, L) : in;
+    }
+  }
+  for (int c : checked)
+    if (c < 0 || static_cast<size_t>(c) >= rank)
+      b.fail(L, "load", fmt::format("boundary_check dimension {} is out of range for a block of rank {}", c, rank));
+  ptr = b.broadcast_to(ptr, block_shape, L);
+  if (mask) mask = b.broadcast_to(mask, block_shape, L);
+  return {ptr, mask};
+}
+#undef B
+#undef L
+}  // namespace detail
+
+// --- Random numbers -------------------------------------------------------------------------
+std::array<Tile<uint32_t>, 4> randint4x(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
+  auto r = detail::philox(seed.v, offsets.value(), loc);
+  return {Tile<uint32_t>(r[0]), Tile<uint32_t>(r[1]), Tile<uint32_t>(r[2]), Tile<uint32_t>(r[3])};
+}
+
+Tile<uint32_t> randint(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
+  return randint4x(seed, offsets, loc)[0];
+}
+
+namespace {
+// u32 -> [0, 1): read as i32, fold negatives onto non-negatives (x < 0 ? -x - 1 : x), scale by 2^-31.
+ir::Value* uniform(ir::Value* r, const SourceLoc& loc) {
+  auto& b = frontend::builder(loc);
+  auto l = frontend::to_location(loc);
+  ir::Value* x = b.bitcast(r, DType::i32, l);
+  ir::Value* zero = b.constant_int(0, DType::i32, l);
+  ir::Value* one = b.constant_int(1, DType::i32, l);
+  ir::Value* folded = b.select(b.compare("lt", x, zero, l), b.binary(ir::OpKind::Sub, b.unary(ir::OpKind::Neg, x, l), one, l), x, l);
+  return b.binary(ir::OpKind::Mul, b.cast(folded, DType::f32, l), b.constant(4.6566127342e-10, DType::f32, l), l);
+}
+}  // namespace
+
+Tile<float> rand(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
+  return Tile<float>(uniform(randint(seed, offsets, loc).value(), loc));
+}
+
+// Box-Muller: sqrt(-2 log u1) * cos(2 pi u2), with u1 kept away from 0.
+Tile<float> randn(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
+  auto r = randint4x(seed, offsets, loc);
+  auto& b = frontend::builder(loc);
+  auto l = frontend::to_location(loc);
+  using ir::OpKind;
+  ir::Value* u1 = b.binary(OpKind::Max, uniform(r[0].value(), loc), b.constant(1.0e-7, DType::f32, l), l);
+  ir::Value* u2 = uniform(r[1].value(), loc);
+  ir::Value* radius = b.unary(OpKind::Sqrt, b.binary(OpKind::Mul, b.unary(OpKind::Log, u1, l), b.constant(-2.0, DType::f32, l), l), l);
+  ir::Value* theta = b.binary(OpKind::Mul, u2, b.constant(6.283185307179586, DType::f32, l), l);
+  return Tile<float>(b.binary(OpKind::Mul, radius, b.unary(OpKind::Cos, theta, l), l));
+}
+
+}  // namespace tiledsl

@@ -1,0 +1,467 @@
+#include "ir/Builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "support/Error.h"
+
+namespace tiledsl::ir {
+
+namespace {
+bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+Type scalar(DType t) { return Type::scalar(t); }
+const std::vector<int64_t>& shape_of(Value* v) { return v->type.shape(); }
+std::string ty(Value* v) { return v->type.str(); }
+}  // namespace
+
+Op* Builder::create(OpKind k, std::vector<Value*> operands, const std::vector<Type>& results, Attrs attrs,
+                    const Location& loc) {
+  auto op = std::make_unique<Op>();
+  op->kind = k;
+  op->operands = std::move(operands);
+  op->attrs = std::move(attrs);
+  op->loc = loc;
+  for (Type t : results) op->add_result(t);
+  return block_->append(std::move(op));
+}
+
+Value* Builder::make(OpKind k, std::vector<Value*> operands, Type result, Attrs attrs, const Location& loc) {
+  return create(k, std::move(operands), {result}, std::move(attrs), loc)->result();
+}
+
+void Builder::fail(const Location& loc, const std::string& op, const std::string& msg) const {
+  user_error(loc.line ? loc.str() : std::string(), f_.name, op, "{}", msg);
+}
+
+void Builder::check_pow2_shape(const std::vector<int64_t>& shape, const Location& loc, const std::string& op) const {
+  for (int64_t d : shape)
+    if (!is_pow2(d))
+      fail(loc, op, fmt::format("shape {} has a dimension ({}) that is not a power of two; tile dimensions "
+                                "must be powers of two (mask the extra elements instead)", shape_str(shape), d));
+}
+
+Value* Builder::constant(double v, DType t, const Location& loc) {
+  if (is_int(t)) return constant_int(static_cast<int64_t>(v), t, loc);
+  return make(OpKind::Constant, {}, scalar(t), {{"value", round_to(t, v)}}, loc);
+}
+
+Value* Builder::constant_int(int64_t v, DType t, const Location& loc) {
+  if (is_float(t)) return constant(static_cast<double>(v), t, loc);
+  if (wrap_int(t, v) != v && !(t == DType::u64))
+    fail(loc, "constant", fmt::format("value {} does not fit in {}", v, name(t)));
+  return make(OpKind::Constant, {}, scalar(t), {{"value", v}}, loc);
+}
+
+Value* Builder::program_id(int axis, const Location& loc) {
+  if (axis < 0 || axis > 2) fail(loc, "program_id", fmt::format("axis must be 0, 1 or 2, got {}", axis));
+  return make(OpKind::ProgramId, {}, scalar(DType::i32), {{"axis", int64_t{axis}}}, loc);
+}
+
+Value* Builder::num_programs(int axis, const Location& loc) {
+  if (axis < 0 || axis > 2) fail(loc, "num_programs", fmt::format("axis must be 0, 1 or 2, got {}", axis));
+  return make(OpKind::NumPrograms, {}, scalar(DType::i32), {{"axis", int64_t{axis}}}, loc);
+}
+
+Value* Builder::arange(int64_t start, int64_t end, const Location& loc) {
+  if (end <= start) fail(loc, "arange", fmt::format("end ({}) must be greater than start ({})", end, start));
+  if (!is_pow2(end - start))
+    fail(loc, "arange", fmt::format("range [{}, {}) has {} elements; tiles need a power-of-two size",
+                                    start, end, end - start));
+  if (start < INT32_MIN || end > INT32_MAX) fail(loc, "arange", "bounds must fit in i32");
+  return make(OpKind::Arange, {}, Type::tile({end - start}, scalar(DType::i32)),
+              {{"start", start}, {"end", end}}, loc);
+}
+
+Value* Builder::full(const std::vector<int64_t>& shape, Value* v, const Location& loc, const char* op) {
+  if (v->type.is_tile()) fail(loc, op, fmt::format("fill value must be a scalar, got {}", ty(v)));
+  check_pow2_shape(shape, loc, op);
+  return shape.empty() ? v : splat(v, shape, loc);
+}
+
+Value* Builder::splat(Value* v, const std::vector<int64_t>& shape, const Location& loc) {
+  TILEDSL_CHECK(!v->type.is_tile(), "splat of a tile");
+  return make(OpKind::Splat, {v}, Type::tile(shape, v->type), {}, loc);
+}
+
+std::vector<int64_t> Builder::broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                              const Location& loc, const std::string& op) const {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i + a.size() >= n ? a[i + a.size() - n] : 1;
+    int64_t db = i + b.size() >= n ? b[i + b.size() - n] : 1;
+    if (da != db && da != 1 && db != 1)
+      fail(loc, op, fmt::format("cannot broadcast shapes {} and {} (dimension {}: {} vs {})", shape_str(a),
+                                shape_str(b), i, da, db));
+    out[i] = std::max(da, db);
+  }
+  return out;
+}
+
+Value* Builder::broadcast_to(Value* v, const std::vector<int64_t>& shape, const Location& loc, const char* op) {
+  const auto& from = shape_of(v);
+  if (from == shape) return v;
+  if (!v->type.is_tile()) return splat(v, shape, loc);
+  if (from.size() > shape.size())
+    fail(loc, op, fmt::format("cannot broadcast shape {} to {}", shape_str(from), shape_str(shape)));
+  if (from.size() < shape.size()) {
+    std::vector<int64_t> padded(shape.size() - from.size(), 1);
+    padded.insert(padded.end(), from.begin(), from.end());
+    v = make(OpKind::Reshape, {v}, v->type.with_shape(padded), {}, loc);
+  }
+  const auto& cur = shape_of(v);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (cur[i] != shape[i] && cur[i] != 1)
+      fail(loc, op, fmt::format("cannot broadcast shape {} to {}", shape_str(from), shape_str(shape)));
+  if (cur == shape) return v;
+  return make(OpKind::Broadcast, {v}, v->type.with_shape(shape), {}, loc);
+}
+
+Value* Builder::expand_dims(Value* v, int axis, const Location& loc) {
+  auto shape = shape_of(v);
+  int rank = static_cast<int>(shape.size());
+  if (axis < 0) axis += rank + 1;
+  if (axis < 0 || axis > rank)
+    fail(loc, "expand_dims", fmt::format("axis {} is out of range for a tile of shape {}", axis, shape_str(shape)));
+  shape.insert(shape.begin() + axis, 1);
+  if (!v->type.is_tile()) return splat(v, shape, loc);
+  return make(OpKind::ExpandDims, {v}, v->type.with_shape(shape), {{"axis", int64_t{axis}}}, loc);
+}
+
+Value* Builder::reshape(Value* v, const std::vector<int64_t>& shape, const Location& loc) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (n != v->type.numel())
+    fail(loc, "reshape", fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", shape_str(shape_of(v)),
+                                     v->type.numel(), shape_str(shape), n));
+  check_pow2_shape(shape, loc, "reshape");
+  if (!v->type.is_tile()) return splat(v, shape, loc);
+  if (shape == shape_of(v)) return v;
+  return make(OpKind::Reshape, {v}, v->type.with_shape(shape), {}, loc);
+}
+
+Value* Builder::trans(Value* v, std::vector<int64_t> perm, const Location& loc) {
+  const auto& shape = shape_of(v);
+  if (perm.empty())
+    for (size_t i = shape.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> iota(shape.size());
+  std::iota(iota.begin(), iota.end(), 0);
+  if (sorted != iota)
+    fail(loc, "trans", fmt::format("{} is not a permutation of the {} dimensions of shape {}", shape_str(perm),
+                                   shape.size(), shape_str(shape)));
+  std::vector<int64_t> out;
+  for (int64_t p : perm) out.push_back(shape[static_cast<size_t>(p)]);
+  return make(OpKind::Trans, {v}, v->type.with_shape(out), {{"perm", perm}}, loc);
+}
+
+Value* Builder::cast(Value* v, DType to, const Location& loc) {
+  if (v->type.element().is_pointer())
+    fail(loc, "to", fmt::format("cannot convert a pointer tile ({}) to {}", ty(v), name(to)));
+  if (v->type.dtype() == to) return v;
+  return make(OpKind::Cast, {v}, v->type.with_element(scalar(to)), {}, loc);
+}
+
+Value* Builder::cast_if_needed(Value* v, DType to, const Location& loc) { return cast(v, to, loc); }
+
+Value* Builder::bitcast(Value* v, DType to, const Location& loc) {
+  if (v->type.element().is_pointer() || bit_width(v->type.dtype()) != bit_width(to))
+    fail(loc, "bitcast", fmt::format("cannot reinterpret {} as {}: bit widths differ", ty(v), name(to)));
+  if (v->type.dtype() == to) return v;
+  return make(OpKind::Bitcast, {v}, v->type.with_element(scalar(to)), {}, loc);
+}
+
+Value* Builder::unary(OpKind k, Value* v, const Location& loc) {
+  const char* op = mnemonic(k);
+  if (v->type.element().is_pointer()) fail(loc, op, fmt::format("operand is a pointer tile ({})", ty(v)));
+  DType t = v->type.dtype();
+  if (has_trait(k, kFloatMath) && !is_float(t))
+    fail(loc, op, fmt::format("needs a floating-point operand, got {}; convert it first with .to<float>()", ty(v)));
+  if (k == OpKind::Not && is_float(t)) fail(loc, op, fmt::format("needs an integer or boolean operand, got {}", ty(v)));
+  return make(k, {v}, v->type, {}, loc);
+}
+
+Value* Builder::addptr(Value* p, Value* offset, const Location& loc) {
+  if (!p->type.element().is_pointer()) fail(loc, "addptr", fmt::format("{} is not a pointer", ty(p)));
+  if (offset->type.element().is_pointer() || !is_int(offset->type.dtype()) || offset->type.dtype() == DType::i1)
+    fail(loc, "addptr", fmt::format("offset must be an integer, got {}", ty(offset)));
+  auto shape = broadcast_shape(shape_of(p), shape_of(offset), loc, "addptr");
+  p = broadcast_to(p, shape, loc);
+  offset = broadcast_to(offset, shape, loc);
+  return make(OpKind::AddPtr, {p, offset}, p->type, {}, loc);
+}
+
+Value* Builder::binary(OpKind k, Value* a, Value* b, const Location& loc) {
+  const char* op = mnemonic(k);
+  bool pa = a->type.element().is_pointer(), pb = b->type.element().is_pointer();
+  if (pa || pb) {
+    if (k == OpKind::Add && !(pa && pb)) return pa ? addptr(a, b, loc) : addptr(b, a, loc);
+    if (k == OpKind::Sub && pa && !pb) return addptr(a, unary(OpKind::Neg, b, loc), loc);
+    fail(loc, op, fmt::format("unsupported on pointers ({} and {}); only pointer + integer and pointer - integer are",
+                              ty(a), ty(b)));
+  }
+  DType t = tiledsl::promote(a->type.dtype(), b->type.dtype());
+  if (has_trait(k, kIntOnly) && is_float(t))
+    fail(loc, op, fmt::format("needs integer or boolean operands, got {} and {}", ty(a), ty(b)));
+  if (t == DType::i1 && !has_trait(k, kIntOnly) && k != OpKind::Max && k != OpKind::Min) t = DType::i32;
+  auto shape = broadcast_shape(shape_of(a), shape_of(b), loc, op);
+  a = broadcast_to(cast(a, t, loc), shape, loc);
+  b = broadcast_to(cast(b, t, loc), shape, loc);
+  return make(k, {a, b}, a->type, {}, loc);
+}
+
+Value* Builder::compare(const std::string& pred, Value* a, Value* b, const Location& loc) {
+  static const char* kPreds[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  TILEDSL_CHECK(std::find(std::begin(kPreds), std::end(kPreds), pred) != std::end(kPreds), pred);
+  auto shape = broadcast_shape(shape_of(a), shape_of(b), loc, "cmp");
+  if (a->type.element().is_pointer() || b->type.element().is_pointer()) {
+    if (a->type.element() != b->type.element())
+      fail(loc, "cmp", fmt::format("cannot compare {} with {}", ty(a), ty(b)));
+  } else {
+    DType t = tiledsl::promote(a->type.dtype(), b->type.dtype());
+    a = cast(a, t, loc);
+    b = cast(b, t, loc);
+  }
+  a = broadcast_to(a, shape, loc);
+  b = broadcast_to(b, shape, loc);
+  return make(OpKind::Cmp, {a, b}, Type::tile(shape, scalar(DType::i1)), {{"pred", pred}}, loc);
+}
+
+Value* Builder::select(Value* c, Value* a, Value* b, const Location& loc) {
+  if (c->type.dtype() != DType::i1 || c->type.element().is_pointer())
+    fail(loc, "where", fmt::format("condition must be boolean, got {}", ty(c)));
+  auto shape = broadcast_shape(broadcast_shape(shape_of(c), shape_of(a), loc, "where"), shape_of(b), loc, "where");
+  if (a->type.element().is_pointer() || b->type.element().is_pointer()) {
+    if (a->type.element() != b->type.element())
+      fail(loc, "where", fmt::format("branches have different types: {} and {}", ty(a), ty(b)));
+  } else {
+    DType t = tiledsl::promote(a->type.dtype(), b->type.dtype());
+    a = cast(a, t, loc);
+    b = cast(b, t, loc);
+  }
+  c = broadcast_to(c, shape, loc);
+  a = broadcast_to(a, shape, loc);
+  b = broadcast_to(b, shape, loc);
+  return make(OpKind::Select, {c, a, b}, a->type, {}, loc);
+}
+
+Value* Builder::fma(Value* a, Value* b, Value* c, const Location& loc) {
+  DType t = tiledsl::promote(tiledsl::promote(a->type.dtype(), b->type.dtype()), c->type.dtype());
+  if (!is_float(t)) fail(loc, "fma", fmt::format("needs floating-point operands, got {}, {} and {}", ty(a), ty(b), ty(c)));
+  auto shape = broadcast_shape(broadcast_shape(shape_of(a), shape_of(b), loc, "fma"), shape_of(c), loc, "fma");
+  a = broadcast_to(cast(a, t, loc), shape, loc);
+  b = broadcast_to(cast(b, t, loc), shape, loc);
+  c = broadcast_to(cast(c, t, loc), shape, loc);
+  return make(OpKind::Fma, {a, b, c}, a->type, {}, loc);
+}
+
+namespace {
+// Brings a mask to the pointer's shape; the mask may broadcast, the pointer may not grow.
+Value* conform_mask(Builder& b, Value* mask, Value* ptr, const Location& loc, const char* op) {
+  if (!mask) return nullptr;
+  if (mask->type.dtype() != DType::i1 || mask->type.element().is_pointer())
+    b.fail(loc, op, fmt::format("mask must be boolean, got {}", mask->type.str()));
+  const auto& ps = ptr->type.shape();
+  const auto& ms = mask->type.shape();
+  bool ok = ms.size() <= ps.size();
+  for (size_t i = 0; ok && i < ms.size(); ++i) {
+    int64_t m = ms[ms.size() - 1 - i], p = ps[ps.size() - 1 - i];
+    ok = m == p || m == 1;
+  }
+  if (!ok)
+    b.fail(loc, op, fmt::format("mask has shape {} but pointer tile has shape {}", shape_str(ms), shape_str(ps)));
+  return b.broadcast_to(mask, ps, loc, op);
+}
+}  // namespace
+
+Value* Builder::load(Value* ptr, Value* mask, Value* other, const Location& loc) {
+  if (!ptr->type.element().is_pointer()) fail(loc, "load", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
+  if (other && !mask) fail(loc, "load", "'other' needs a mask: it is the value of the masked-off elements");
+  mask = conform_mask(*this, mask, ptr, loc, "load");
+  DType elem = ptr->type.pointee().dtype();
+  Type result = ptr->type.with_element(ptr->type.pointee());
+  std::vector<Value*> operands{ptr};
+  if (mask) operands.push_back(mask);
+  if (other) {
+    if (other->type.element().is_pointer()) fail(loc, "load", fmt::format("'other' must be a number, got {}", ty(other)));
+    other = broadcast_to(cast(other, elem, loc), shape_of(ptr), loc, "load");
+    operands.push_back(other);
+  }
+  return make(OpKind::Load, operands, result, {}, loc);
+}
+
+void Builder::store(Value* ptr, Value* v, Value* mask, const Location& loc) {
+  if (!ptr->type.element().is_pointer()) fail(loc, "store", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
+  if (v->type.element().is_pointer()) fail(loc, "store", fmt::format("cannot store pointers ({})", ty(v)));
+  mask = conform_mask(*this, mask, ptr, loc, "store");
+  if (shape_of(v).size() > shape_of(ptr).size() ||
+      broadcast_shape(shape_of(v), shape_of(ptr), loc, "store") != shape_of(ptr))
+    fail(loc, "store", fmt::format("value has shape {} but pointer tile has shape {}", shape_str(shape_of(v)),
+                                   shape_str(shape_of(ptr))));
+  v = broadcast_to(cast(v, ptr->type.pointee().dtype(), loc), shape_of(ptr), loc, "store");
+  std::vector<Value*> operands{ptr, v};
+  if (mask) operands.push_back(mask);
+  create(OpKind::Store, operands, {}, {}, loc);
+}
+
+Value* Builder::atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value* mask, const Location& loc) {
+  std::string op = "atomic_" + kind;
+  if (!ptr->type.element().is_pointer()) fail(loc, op, fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
+  DType elem = ptr->type.pointee().dtype();
+  if ((kind == "and" || kind == "or" || kind == "xor") && !is_int(elem))
+    fail(loc, op, fmt::format("needs integer memory, got {}", ty(ptr)));
+  if (elem == DType::i1 || bit_width(elem) < 16)
+    fail(loc, op, fmt::format("unsupported element type {} (atomics need 16, 32 or 64 bits)", name(elem)));
+  mask = conform_mask(*this, mask, ptr, loc, op.c_str());
+  v = broadcast_to(cast(v, elem, loc), shape_of(ptr), loc, op.c_str());
+  std::vector<Value*> operands{ptr, v};
+  if (mask) operands.push_back(mask);
+  return make(OpKind::AtomicRMW, operands, ptr->type.with_element(ptr->type.pointee()), {{"kind", kind}}, loc);
+}
+
+Value* Builder::atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc) {
+  if (!ptr->type.element().is_pointer()) fail(loc, "atomic_cas", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
+  DType elem = ptr->type.pointee().dtype();
+  if (bit_width(elem) < 16) fail(loc, "atomic_cas", fmt::format("unsupported element type {}", name(elem)));
+  cmp = broadcast_to(cast(cmp, elem, loc), shape_of(ptr), loc, "atomic_cas");
+  v = broadcast_to(cast(v, elem, loc), shape_of(ptr), loc, "atomic_cas");
+  return make(OpKind::AtomicCAS, {ptr, cmp, v}, ptr->type.with_element(ptr->type.pointee()), {}, loc);
+}
+
+Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc) {
+  const auto &sa = shape_of(a), &sb = shape_of(b);
+  if (sa.size() != 2 || sb.size() != 2)
+    fail(loc, "dot", fmt::format("operands must be 2-D tiles, got {} and {}", ty(a), ty(b)));
+  if (sa[1] != sb[0])
+    fail(loc, "dot", fmt::format("inner dimensions differ: a is {} and b is {} ({} != {})", shape_str(sa), shape_str(sb),
+                                 sa[1], sb[0]));
+  DType ta = a->type.dtype(), tb = b->type.dtype();
+  auto ok = [](DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32; };
+  if (a->type.element().is_pointer() || b->type.element().is_pointer() || !ok(ta) || !ok(tb))
+    fail(loc, "dot", fmt::format("operands must be f16, bf16 or f32, got {} and {}", ty(a), ty(b)));
+  if (ta != tb) fail(loc, "dot", fmt::format("operands must have one dtype, got {} and {}", ty(a), ty(b)));
+  std::vector<int64_t> out{sa[0], sb[1]};
+  Type result = Type::tile(out, scalar(DType::f32));
+  if (!acc) acc = full(out, constant(0.0, DType::f32, loc), loc, "dot");
+  if (acc->type != result)
+    fail(loc, "dot", fmt::format("accumulator must be {} (f32, shape [M, N]), got {}", result.str(), ty(acc)));
+  return make(OpKind::Dot, {a, b, acc}, result, {}, loc);
+}
+
+namespace {
+int normalise_axis(const Builder& b, int axis, const std::vector<Value*>& inputs, const Location& loc, const char* name) {
+  const auto& shape = inputs.at(0)->type.shape();
+  int rank = static_cast<int>(shape.size());
+  if (rank == 0) b.fail(loc, name, fmt::format("needs a tile, got the scalar {}", inputs[0]->type.str()));
+  if (axis < -rank || axis >= rank)
+    b.fail(loc, name, fmt::format("axis {} is out of range for a tile of shape {} (rank {})", axis, shape_str(shape), rank));
+  for (Value* v : inputs)
+    if (v->type.shape() != shape)
+      b.fail(loc, name, fmt::format("inputs have different shapes: {} and {}", shape_str(shape), shape_str(v->type.shape())));
+  return axis < 0 ? axis + rank : axis;
+}
+}  // namespace
+
+Op* Builder::begin_reduce(const std::vector<Value*>& inputs, int axis, const Location& loc, const char* name) {
+  axis = normalise_axis(*this, axis, inputs, loc, name);
+  Op* op = create(OpKind::Reduce, inputs, {}, {{"axis", int64_t{axis}}}, loc);
+  Block* body = op->add_region();
+  for (int rep = 0; rep < 2; ++rep)
+    for (Value* v : inputs) body->add_arg(v->type.element());
+  return op;
+}
+
+Op* Builder::begin_scan(const std::vector<Value*>& inputs, int axis, bool reverse, const Location& loc, const char* name) {
+  axis = normalise_axis(*this, axis, inputs, loc, name);
+  Op* op = create(OpKind::Scan, inputs, {}, {{"axis", int64_t{axis}}, {"reverse", int64_t{reverse}}}, loc);
+  Block* body = op->add_region();
+  for (int rep = 0; rep < 2; ++rep)
+    for (Value* v : inputs) body->add_arg(v->type.element());
+  return op;
+}
+
+void Builder::finish_combine(Op* op, const std::vector<Value*>& yielded, const Location& loc) {
+  const char* name = op->kind == OpKind::Reduce ? "reduce" : "scan";
+  if (yielded.size() != op->operands.size())
+    fail(loc, name, fmt::format("combine function returns {} values for {} inputs", yielded.size(), op->operands.size()));
+  for (size_t i = 0; i < yielded.size(); ++i)
+    if (yielded[i]->type != op->operands[i]->type.element())
+      fail(loc, name, fmt::format("combine function returns {} for an input of element type {}", yielded[i]->type.str(),
+                                  op->operands[i]->type.element().str()));
+  Block* saved = block_;
+  block_ = op->regions[0].get();
+  yield(yielded, loc);
+  block_ = saved;
+  for (Value* in : op->operands) {
+    auto shape = in->type.shape();
+    if (op->kind == OpKind::Reduce) shape.erase(shape.begin() + op->attr_int("axis"));
+    op->add_result(Type::tile(shape, in->type.element()));
+  }
+}
+
+std::vector<Value*> Builder::philox(Value* seed, Value* offsets, int rounds, const Location& loc) {
+  if (seed->type.is_tile() || !is_int(seed->type.dtype()) || seed->type.element().is_pointer())
+    fail(loc, "philox", fmt::format("seed must be an integer scalar, got {}", ty(seed)));
+  if (!is_int(offsets->type.dtype()) || offsets->type.element().is_pointer() || bit_width(offsets->type.dtype()) > 32)
+    fail(loc, "philox", fmt::format("offsets must be 32-bit integers, got {}", ty(offsets)));
+  seed = cast(seed, DType::u64, loc);
+  offsets = cast(offsets, DType::u32, loc);
+  Type t = offsets->type;
+  Op* op = create(OpKind::Philox, {seed, offsets}, {t, t, t, t}, {{"rounds", int64_t{rounds}}}, loc);
+  return {op->result(0), op->result(1), op->result(2), op->result(3)};
+}
+
+Op* Builder::begin_for(Value* lo, Value* hi, Value* step, const std::vector<Value*>& inits, const Location& loc) {
+  for (Value* v : {lo, hi, step})
+    if (v->type.is_tile() || !is_int(v->type.dtype()) || v->type.dtype() == DType::i1 || v->type.element().is_pointer())
+      fail(loc, "range", fmt::format("bounds and step must be integer scalars, got {}", ty(v)));
+  DType t = tiledsl::promote(tiledsl::promote(lo->type.dtype(), hi->type.dtype()), step->type.dtype());
+  std::vector<Value*> operands{cast(lo, t, loc), cast(hi, t, loc), cast(step, t, loc)};
+  operands.insert(operands.end(), inits.begin(), inits.end());
+  std::vector<Type> results;
+  for (Value* v : inits) results.push_back(v->type);
+  Op* op = create(OpKind::For, operands, results, {}, loc);
+  Block* body = op->add_region();
+  body->add_arg(scalar(t));
+  for (Value* v : inits) body->add_arg(v->type);
+  return op;
+}
+
+Op* Builder::begin_if(Value* cond, const Location& loc) {
+  if (cond->type.is_tile() || cond->type.dtype() != DType::i1 || cond->type.element().is_pointer())
+    fail(loc, "if_", fmt::format("condition must be a boolean scalar, got {}", ty(cond)));
+  Op* op = create(OpKind::If, {cond}, {}, {}, loc);
+  op->add_region();
+  op->add_region();
+  return op;
+}
+
+void Builder::yield(const std::vector<Value*>& values, const Location& loc) {
+  create(OpKind::Yield, values, {}, {}, loc);
+}
+
+Value* Builder::hint(OpKind k, Value* v, std::vector<int64_t> values, const Location& loc) {
+  size_t rank = std::max<size_t>(1, shape_of(v).size());
+  if (values.size() == 1 && rank > 1) values.assign(rank, values[0]);
+  if (values.size() != rank)
+    fail(loc, mnemonic(k), fmt::format("needs one value per dimension of {}, got {}", ty(v), shape_str(values)));
+  for (int64_t x : values)
+    if (x <= 0) fail(loc, mnemonic(k), fmt::format("values must be positive, got {}", shape_str(values)));
+  return make(k, {v}, v->type, {{"values", values}}, loc);
+}
+
+void Builder::print(const std::string& prefix, bool hex, const std::vector<Value*>& values, const Location& loc) {
+  create(OpKind::Print, values, {}, {{"prefix", prefix}, {"hex", int64_t{hex}}}, loc);
+}
+
+void Builder::device_assert(Value* cond, const std::string& msg, const Location& loc) {
+  if (cond->type.dtype() != DType::i1 || cond->type.element().is_pointer())
+    fail(loc, "device_assert", fmt::format("condition must be boolean, got {}", ty(cond)));
+  create(OpKind::Assert, {cond}, {}, {{"msg", msg}}, loc);
+}
+
+}  // namespace tiledsl::ir

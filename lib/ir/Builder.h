@@ -1,0 +1,88 @@
+// Builds checked IR: every method validates types and shapes, inserts the implicit broadcasts
+// and promotions of the language (docs/language.md), stamps the user's location on every op it
+// creates, and reports a mistake as a tiledsl::Error naming the location and the op.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace tiledsl::ir {
+
+class Builder {
+ public:
+  explicit Builder(Function& f) : f_(f), block_(&f.body) {}
+
+  Function& function() { return f_; }
+  Block* block() const { return block_; }
+  void set_block(Block* b) { block_ = b; }
+
+  // Unchecked creation: the parser and the passes use it; the verifier checks the result.
+  Op* create(OpKind k, std::vector<Value*> operands, const std::vector<Type>& results, Attrs attrs,
+             const Location& loc);
+
+  [[noreturn]] void fail(const Location& loc, const std::string& op, const std::string& msg) const;
+
+  // --- Checked construction -------------------------------------------------------------
+  Value* constant(double v, DType t, const Location& loc);  // integers take v exactly up to 2^53
+  Value* constant_int(int64_t v, DType t, const Location& loc);
+  Value* program_id(int axis, const Location& loc);
+  Value* num_programs(int axis, const Location& loc);
+  Value* arange(int64_t start, int64_t end, const Location& loc);
+  Value* full(const std::vector<int64_t>& shape, Value* scalar, const Location& loc, const char* op = "full");
+
+  Value* splat(Value* v, const std::vector<int64_t>& shape, const Location& loc);
+  Value* broadcast_to(Value* v, const std::vector<int64_t>& shape, const Location& loc, const char* op = "broadcast_to");
+  Value* expand_dims(Value* v, int axis, const Location& loc);
+  Value* reshape(Value* v, const std::vector<int64_t>& shape, const Location& loc);
+  Value* trans(Value* v, std::vector<int64_t> perm, const Location& loc);
+
+  Value* cast(Value* v, DType to, const Location& loc);
+  Value* bitcast(Value* v, DType to, const Location& loc);
+
+  Value* unary(OpKind k, Value* v, const Location& loc);
+  // add/sub/mul/div/rem/maximum/minimum/and/or/xor/shl/shr; pointer + integer becomes addptr.
+  Value* binary(OpKind k, Value* a, Value* b, const Location& loc);
+  Value* compare(const std::string& pred, Value* a, Value* b, const Location& loc);
+  Value* select(Value* c, Value* a, Value* b, const Location& loc);
+  Value* fma(Value* a, Value* b, Value* c, const Location& loc);
+  Value* addptr(Value* p, Value* offset, const Location& loc);
+
+  Value* load(Value* ptr, Value* mask, Value* other, const Location& loc);
+  void store(Value* ptr, Value* v, Value* mask, const Location& loc);
+  Value* atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value* mask, const Location& loc);
+  Value* atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc);
+
+  Value* dot(Value* a, Value* b, Value* acc, const Location& loc);
+  // Reductions and scans: the op is created with an empty combine region holding 2N scalar
+  // arguments; the caller fills it (ending with yield) and calls finish_combine.
+  Op* begin_reduce(const std::vector<Value*>& inputs, int axis, const Location& loc, const char* name);
+  Op* begin_scan(const std::vector<Value*>& inputs, int axis, bool reverse, const Location& loc, const char* name);
+  void finish_combine(Op* op, const std::vector<Value*>& yielded, const Location& loc);
+  std::vector<Value*> philox(Value* seed, Value* offsets, int rounds, const Location& loc);
+
+  // Control flow. The caller fills the region blocks and ends them with yield.
+  Op* begin_for(Value* lo, Value* hi, Value* step, const std::vector<Value*>& inits, const Location& loc);
+  Op* begin_if(Value* cond, const Location& loc);
+  void yield(const std::vector<Value*>& values, const Location& loc);
+
+  Value* hint(OpKind k, Value* v, std::vector<int64_t> values, const Location& loc);
+  void print(const std::string& prefix, bool hex, const std::vector<Value*>& values, const Location& loc);
+  void device_assert(Value* cond, const std::string& msg, const Location& loc);
+
+  // Implicit conversions shared by several ops.
+  std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                       const Location& loc, const std::string& op) const;
+  Value* cast_if_needed(Value* v, DType to, const Location& loc);
+
+ private:
+  Value* make(OpKind k, std::vector<Value*> operands, Type result, Attrs attrs, const Location& loc);
+  void check_pow2_shape(const std::vector<int64_t>& shape, const Location& loc, const std::string& op) const;
+
+  Function& f_;
+  Block* block_;
+};
+
+
+}  // namespace tiledsl::ir

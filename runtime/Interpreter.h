@@ -1,0 +1,33 @@
+// The CPU interpreter: runs a traced kernel over its whole grid, one program at a time and one
+// tile op at a time, checking every unmasked memory access against the argument it came from.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "ir/IR.h"
+
+namespace tiledsl::runtime {
+
+struct InterpArg {
+  enum Kind { pointer, integer, floating } kind = integer;
+  void* base = nullptr;  // pointer: host memory of the allocation
+  size_t bytes = 0;      // pointer: size of the allocation
+  int64_t i = 0;
+  double f = 0;
+  std::string name;  // the kernel parameter, for messages
+};
+
+// `threads` > 1 runs programs in parallel when the kernel has no atomics and no prints;
+// results never depend on it.
+void interpret(const ir::Function& f, std::span<const InterpArg> args, std::array<int64_t, 3> grid, int threads);
+
+// Number of threads the interpreter uses by default (TILEDSL_INTERPRETER_THREADS, else the cores).
+int default_interpreter_threads();
+
+// One Philox 4x32 block: counter (c0..c3) and key (k0, k1), `rounds` rounds. Shared with tests.
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key, int rounds);
+
+}  // namespace tiledsl::runtime

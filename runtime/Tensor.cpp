@@ -1,0 +1,121 @@
+#include "tiledsl/tensor.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace tiledsl {
+
+// Host memory for the interpreter backend, 64-byte aligned like a device allocation.
+struct Tensor::Storage {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  Device device = Device::cpu;
+  ~Storage() { std::free(ptr); }
+};
+
+namespace {
+// SplitMix64: a small, fully specified generator, so tensors are identical on every machine.
+struct SplitMix {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+void check_shape(const std::vector<int64_t>& shape) {
+  for (int64_t d : shape)
+    if (d < 0) throw Error(fmt::format("Tensor: negative dimension in shape [{}]", fmt::join(shape, ", ")));
+}
+
+template <class Gen>
+Tensor generate(const std::vector<int64_t>& shape, DType dtype, Gen gen) {
+  Tensor t = Tensor::empty(shape, dtype);
+  char* p = static_cast<char*>(t.data_ptr());
+  for (int64_t j = 0; j < t.numel(); ++j, p += byte_size(dtype)) {
+    double v = gen();
+    if (is_float(dtype)) store_float(dtype, p, v);
+    else store_int(dtype, p, static_cast<int64_t>(v));
+  }
+  return t;
+}
+}  // namespace
+
+Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype) {
+  check_shape(shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.strides_.assign(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) t.strides_[d - 1] = t.strides_[d] * shape[d];
+  t.storage_ = std::make_shared<Storage>();
+  size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  t.storage_->bytes = t.nbytes();
+  t.storage_->ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!t.storage_->ptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
+  return t;
+}
+
+Tensor Tensor::zeros(const std::vector<int64_t>& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.data_ptr(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::full(const std::vector<int64_t>& shape, double value, DType dtype) {
+  return generate(shape, dtype, [&] { return value; });
+}
+
+Tensor Tensor::rand(const std::vector<int64_t>& shape, uint64_t seed, DType dtype) {
+  SplitMix g{seed};
+  return generate(shape, dtype, [&] { return g.uniform(); });
+}
+
+Tensor Tensor::randn(const std::vector<int64_t>& shape, uint64_t seed, DType dtype) {
+  SplitMix g{seed};
+  return generate(shape, dtype, [&] {
+    double u1 = std::max(g.uniform(), 1e-300), u2 = g.uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  });
+}
+
+Tensor Tensor::randint(const std::vector<int64_t>& shape, int64_t lo, int64_t hi, uint64_t seed, DType dtype) {
+  if (hi <= lo) throw Error(fmt::format("Tensor::randint: empty range [{}, {})", lo, hi));
+  SplitMix g{seed};
+  uint64_t span = static_cast<uint64_t>(hi - lo);
+  return generate(shape, dtype, [&] { return static_cast<double>(lo + static_cast<int64_t>(g.next() % span)); });
+}
+
+std::vector<double> Tensor::to_double() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  const char* p = static_cast<const char*>(data_ptr());
+  for (auto& v : out) {
+    v = is_float(dtype_) ? load_float(dtype_, p) : static_cast<double>(load_int(dtype_, p));
+    p += byte_size(dtype_);
+  }
+  return out;
+}
+
+void Tensor::copy_from_host(const void* src) { std::memcpy(data_ptr(), src, nbytes()); }
+void Tensor::copy_to_host(void* dst) const { std::memcpy(dst, data_ptr(), nbytes()); }
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+void* Tensor::data_ptr() const {
+  if (!storage_) throw Error("Tensor: use of an empty (default-constructed) tensor");
+  return storage_->ptr;
+}
+
+Device Tensor::device() const { return storage_ ? storage_->device : Device::cpu; }
+
+}  // namespace tiledsl

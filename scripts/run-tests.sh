@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what is missing, configures, builds and runs the whole test suite through ctest.
+# Extra arguments go to ctest (e.g. -L unit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+cmake --preset default >/dev/null
+cmake --build --preset default
+ctest --preset default -j"$(nproc)" "$@"
