@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -150,6 +153,17 @@ std::unique_ptr<ir::Function> trace(KernelImpl& k, std::span<const LaunchArg> ar
   return f;
 }
 
+// TILEDSL_DUMP_DIR: every traced kernel's IR as <dir>/<kernel>-<hash>.tir (text form, parseable).
+void dump_ir(const ir::Function& f) {
+  const char* dir = std::getenv("TILEDSL_DUMP_DIR");
+  if (!dir || !*dir) return;
+  std::string text = ir::print(f);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the text: one file per specialisation
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  std::filesystem::create_directories(dir);
+  std::ofstream(std::filesystem::path(dir) / fmt::format("{}-{:016x}.tir", f.name, h)) << text;
+}
+
 std::shared_ptr<detail::Specialization> specialise(KernelImpl& k, std::span<const LaunchArg> args) {
   auto key = spec_key(k, args);
   std::lock_guard lock(k.mu);
@@ -157,6 +171,7 @@ std::shared_ptr<detail::Specialization> specialise(KernelImpl& k, std::span<cons
   if (it != k.cache.end()) return it->second;
   auto s = std::make_shared<detail::Specialization>();
   s->fn = trace(k, args, key);
+  dump_ir(*s->fn);
   k.cache.emplace(key, s);
   return s;
 }
