@@ -50,9 +50,12 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void error(const std::string& msg) const {
+  [[noreturn]] void error(const std::string& msg) const { error_at(pos_, msg); }
+  // Errors about a name point at its first character.
+  [[noreturn]] void error_at_token(const std::string& msg) const { error_at(tok_, msg); }
+  [[noreturn]] void error_at(size_t at, const std::string& msg) const {
     size_t line = 1, col = 1;
-    for (size_t i = 0; i < pos_ && i < t_.size(); ++i) {
+    for (size_t i = 0; i < at && i < t_.size(); ++i) {
       if (t_[i] == '\n') { ++line; col = 1; } else { ++col; }
     }
     throw Error(fmt::format("<ir>:{}:{}: parse error: {}", line, col, msg));
@@ -83,7 +86,7 @@ class Parser {
   }
   std::string ident() {
     skip_ws();
-    size_t s = pos_;
+    size_t s = tok_ = pos_;
     while (pos_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[pos_])) || t_[pos_] == '_')) ++pos_;
     if (s == pos_) error("expected a name");
     return std::string(t_.substr(s, pos_ - s));
@@ -134,7 +137,7 @@ class Parser {
       return Type::tile(shape, e);
     }
     DType d;
-    if (!parse_dtype(n, d)) error(fmt::format("unknown type '{}'", n));
+    if (!parse_dtype(n, d)) error_at_token(fmt::format("unknown type '{}'", n));
     return Type::scalar(d);
   }
 
@@ -180,7 +183,7 @@ class Parser {
     expect('%');
     std::string n = ident();
     auto it = names_.find(n);
-    if (it == names_.end()) error(fmt::format("use of undefined value %{}", n));
+    if (it == names_.end()) error_at(tok_ - 1, fmt::format("use of undefined value %{}", n));
     return it->second;
   }
 
@@ -199,7 +202,7 @@ class Parser {
     }
     std::string mn = ident();
     OpKind kind;
-    if (!parse_mnemonic(mn, kind)) error(fmt::format("unknown op '{}'", mn));
+    if (!parse_mnemonic(mn, kind)) error_at_token(fmt::format("unknown op '{}'", mn));
     expect('(');
     std::vector<Value*> operands;
     while (!accept(')')) {
@@ -256,6 +259,7 @@ class Parser {
 
   std::string_view t_;
   size_t pos_ = 0;
+  size_t tok_ = 0;  // start of the last name read
   std::unordered_map<std::string, Value*> names_;
 };
 }  // namespace
