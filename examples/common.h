@@ -24,6 +24,26 @@ inline double max_abs_error(const std::vector<double>& got, const std::vector<do
   return e;
 }
 
+// The smallest power of two >= n (Triton's triton.next_power_of_2): tile sizes must be powers of two.
+inline int64_t next_power_of_2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// Largest |got - want| / max(|want|, floor): relative error where the reference is large, absolute
+// error scaled by 1/floor where it is near zero (so sign changes do not divide by tiny numbers).
+inline double max_rel_error(const std::vector<double>& got, const std::vector<double>& want, double floor = 1e-6) {
+  if (got.size() != want.size()) return INFINITY;
+  double e = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double d = std::fabs(got[i] - want[i]) / std::max(std::fabs(want[i]), floor);
+    if (std::isnan(d)) return INFINITY;
+    e = std::max(e, d);
+  }
+  return e;
+}
+
 // Prints the report line and returns the process exit code.
 inline int report(const std::string& name, double max_err, double tol) {
   bool ok = max_err <= tol;
