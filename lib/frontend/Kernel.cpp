@@ -204,8 +204,25 @@ Kernel::Kernel(std::string name, std::vector<std::string> params, std::vector<Pa
     if (!seen.insert(p).second) user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' appears twice", p);
 }
 
+namespace {
+// TILEDSL_BACKEND=interpreter|gpu. Only the interpreter exists so far: asking for the GPU is an
+// error rather than a silent fallback.
+void check_backend(const KernelImpl& k, const SourceLoc& loc) {
+  static const std::string backend = [] {
+    const char* e = std::getenv("TILEDSL_BACKEND");
+    return std::string(e ? e : "");
+  }();
+  if (backend.empty() || backend == "interpreter") return;
+  if (backend == "gpu")
+    user_error(where(loc), k.name, "launch", "TILEDSL_BACKEND=gpu, but this build has no GPU backend yet; unset it to "
+                                             "run on the interpreter");
+  user_error(where(loc), k.name, "launch", "TILEDSL_BACKEND must be 'interpreter' or 'gpu', got '{}'", backend);
+}
+}  // namespace
+
 void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const LaunchArg> args) const {
   KernelImpl& k = *impl_;
+  check_backend(k, g.loc());
   check_args(k, args, g.loc());
   Dim3 d = g.resolve(Meta(k, args));
   if (d.x <= 0 || d.y <= 0 || d.z <= 0)
