@@ -465,8 +465,15 @@ template <class T>
 struct ElemOf<Tile<T>> {
   using type = T;
 };
+// The element type operand A takes beside B. Chosen with if constexpr, not std::conditional_t, which
+// would instantiate literal_t<void, Tile> for a tile A and fail to compile `where(mask, x, 0.0f)`.
 template <class A, class B>
-using pair_elem_t = std::conditional_t<Literal<A>, literal_t<typename ElemOf<B>::type, A>, typename ElemOf<A>::type>;
+constexpr auto pair_elem() {
+  if constexpr (Literal<A>) return std::type_identity<literal_t<typename ElemOf<B>::type, A>>{};
+  else return std::type_identity<typename ElemOf<A>::type>{};
+}
+template <class A, class B>
+using pair_elem_t = typename decltype(pair_elem<A, B>())::type;
 template <class A, class B>
 using binary_elem_t = arith_t<pair_elem_t<A, B>, pair_elem_t<B, A>>;
 template <class X>

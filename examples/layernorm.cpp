@@ -1,0 +1,148 @@
+// Layer norm, forward and backward. Forward: one program per row computes the row's mean and
+// reciprocal standard deviation in column chunks, stores them for the backward pass, and writes
+// y = (x - mean) * rstd * w + b. Backward: dx per row, and dw, db summed over all rows.
+#include "common.h"
+
+namespace tl = tiledsl;
+
+// The row may be longer than BLOCK: three passes over it in BLOCK-wide chunks (sum, squared
+// deviations, output), so the tile size does not grow with the row.
+const tl::Kernel layer_norm_fwd = tl::kernel(
+    "layer_norm_fwd", {"x", "y", "w", "b", "mean", "rstd", "stride", "n", "eps", "BLOCK"},
+    [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Ptr<float> w, tl::Ptr<float> b, tl::Ptr<float> mean_out,
+       tl::Ptr<float> rstd_out, tl::Int stride, tl::Int n, tl::Float eps, tl::Constexpr BLOCK) {
+      auto row = tl::program_id(0);
+      auto x_row = x + row * stride, y_row = y + row * stride;
+      auto acc = tl::zeros<float>({BLOCK});
+      tl::range(0, n, BLOCK, [&](tl::Int off) {
+        auto cols = off + tl::arange(0, BLOCK);
+        acc += tl::load(x_row + cols, cols < n, 0.0f);
+      });
+      auto mean = tl::sum(acc, 0) / n.to<float>();
+      // Two-pass variance: sum((x - mean)^2) does not cancel catastrophically like E[x^2] - mean^2.
+      auto acc_sq = tl::zeros<float>({BLOCK});
+      tl::range(0, n, BLOCK, [&](tl::Int off) {
+        auto cols = off + tl::arange(0, BLOCK);
+        auto mask = cols < n;
+        auto d = tl::where(mask, tl::load(x_row + cols, mask, 0.0f) - mean, 0.0f);
+        acc_sq += d * d;
+      });
+      auto rstd = tl::rsqrt(tl::sum(acc_sq, 0) / n.to<float>() + eps);
+      tl::store(mean_out + row, mean);
+      tl::store(rstd_out + row, rstd);
+      tl::range(0, n, BLOCK, [&](tl::Int off) {
+        auto cols = off + tl::arange(0, BLOCK);
+        auto mask = cols < n;
+        auto xhat = (tl::load(x_row + cols, mask) - mean) * rstd;
+        tl::store(y_row + cols, xhat * tl::load(w + cols, mask) + tl::load(b + cols, mask), mask);
+      });
+    });
+
+// dw and db are sums over every row. Rather than atomics (which serialise the programs, and whose
+// float sums depend on the order programs run), each of the GROUPS programs takes rows pid,
+// pid + GROUPS, ... and writes its own partial row of dw and db; layer_norm_bwd_dwdb then sums
+// the GROUPS partial rows. The result is deterministic. A row fits in one BLOCK here, so xhat and
+// w * dy stay in registers between the two row reductions and the dx formula.
+const tl::Kernel layer_norm_bwd_dx = tl::kernel(
+    "layer_norm_bwd_dx",
+    {"x", "dy", "dx", "w", "mean", "rstd", "partial_dw", "partial_db", "stride", "m", "n", "GROUPS", "BLOCK"},
+    [](tl::Ptr<float> x, tl::Ptr<float> dy, tl::Ptr<float> dx, tl::Ptr<float> w, tl::Ptr<float> mean,
+       tl::Ptr<float> rstd, tl::Ptr<float> partial_dw, tl::Ptr<float> partial_db, tl::Int stride, tl::Int m,
+       tl::Int n, tl::Constexpr GROUPS, tl::Constexpr BLOCK) {
+      auto pid = tl::program_id(0);
+      auto cols = tl::arange(0, BLOCK);
+      auto mask = cols < n;
+      auto w_row = tl::load(w + cols, mask, 0.0f);
+      auto dw_acc = tl::zeros<float>({BLOCK}), db_acc = tl::zeros<float>({BLOCK});
+      tl::range(pid, m, GROUPS, [&](tl::Int row) {
+        auto offs = row * stride + cols;
+        auto x_row = tl::load(x + offs, mask, 0.0f), dy_row = tl::load(dy + offs, mask, 0.0f);
+        auto row_rstd = tl::load(rstd + row);
+        // Masked-off columns must contribute 0 to both row sums below, so xhat is forced to 0 there.
+        auto xhat = tl::where(mask, (x_row - tl::load(mean + row)) * row_rstd, 0.0f);
+        auto wdy = w_row * dy_row;
+        auto c1 = tl::sum(xhat * wdy, 0) / n.to<float>();
+        auto c2 = tl::sum(wdy, 0) / n.to<float>();
+        tl::store(dx + offs, (wdy - (xhat * c1 + c2)) * row_rstd, mask);
+        dw_acc += dy_row * xhat;
+        db_acc += dy_row;
+      });
+      tl::store(partial_dw + pid * n + cols, dw_acc, mask);
+      tl::store(partial_db + pid * n + cols, db_acc, mask);
+    });
+
+// Sums the partial rows: one program per BLOCK columns.
+const tl::Kernel layer_norm_bwd_dwdb = tl::kernel(
+    "layer_norm_bwd_dwdb", {"partial_dw", "partial_db", "dw", "db", "groups", "n", "BLOCK"},
+    [](tl::Ptr<float> partial_dw, tl::Ptr<float> partial_db, tl::Ptr<float> dw, tl::Ptr<float> db, tl::Int groups,
+       tl::Int n, tl::Constexpr BLOCK) {
+      auto cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+      auto mask = cols < n;
+      auto dw_acc = tl::zeros<float>({BLOCK}), db_acc = tl::zeros<float>({BLOCK});
+      tl::range(0, groups, [&](tl::Int g) {
+        dw_acc += tl::load(partial_dw + g * n + cols, mask, 0.0f);
+        db_acc += tl::load(partial_db + g * n + cols, mask, 0.0f);
+      });
+      tl::store(dw + cols, dw_acc, mask);
+      tl::store(db + cols, db_acc, mask);
+    });
+
+int main() {
+  return example::run("layernorm", [] {
+    const int m = 937, n = 1151;  // n spans several forward chunks, the last one partial
+    const float eps = 1e-5f;
+    const int64_t fwd_block = 256, bwd_block = example::next_power_of_2(n), groups = 32, dwdb_block = 128;
+    auto x = tl::Tensor::randn({m, n}, 11), w = tl::Tensor::randn({n}, 12), b = tl::Tensor::randn({n}, 13);
+    auto dy = tl::Tensor::randn({m, n}, 14);
+    auto y = tl::Tensor::full({m, n}, NAN), mean = tl::Tensor::full({m}, NAN), rstd = tl::Tensor::full({m}, NAN);
+    auto dx = tl::Tensor::full({m, n}, NAN), dw = tl::Tensor::full({n}, NAN), db = tl::Tensor::full({n}, NAN);
+    auto partial_dw = tl::Tensor::full({groups, n}, NAN), partial_db = tl::Tensor::full({groups, n}, NAN);
+    const int stride = static_cast<int>(x.stride(0));
+
+    layer_norm_fwd[tl::grid(m)](x, y, w, b, mean, rstd, stride, n, eps, fwd_block);
+    layer_norm_bwd_dx[tl::grid(groups)](x, dy, dx, w, mean, rstd, partial_dw, partial_db, stride, m, n, groups,
+                                        bwd_block);
+    layer_norm_bwd_dwdb[tl::grid(tl::cdiv(n, dwdb_block))](partial_dw, partial_db, dw, db, static_cast<int>(groups), n,
+                                                          dwdb_block);
+
+    // The reference, in double from the same f32 inputs; backward by the analytic formula.
+    auto xs = x.to_double(), ws = w.to_double(), bs = b.to_double(), dys = dy.to_double();
+    std::vector<double> y_ref(xs.size()), dx_ref(xs.size()), mean_ref(m), rstd_ref(m), dw_ref(n, 0.0), db_ref(n, 0.0);
+    std::vector<double> xhat(n), wdy(n);
+    for (int r = 0; r < m; ++r) {
+      const size_t base = static_cast<size_t>(r) * n;
+      double mu = 0, var = 0;
+      for (int c = 0; c < n; ++c) mu += xs[base + c];
+      mu /= n;
+      for (int c = 0; c < n; ++c) var += (xs[base + c] - mu) * (xs[base + c] - mu);
+      const double rs = 1 / std::sqrt(var / n + eps);
+      mean_ref[r] = mu;
+      rstd_ref[r] = rs;
+      double c1 = 0, c2 = 0;
+      for (int c = 0; c < n; ++c) {
+        xhat[c] = (xs[base + c] - mu) * rs;
+        wdy[c] = ws[c] * dys[base + c];
+        y_ref[base + c] = xhat[c] * ws[c] + bs[c];
+        c1 += xhat[c] * wdy[c];
+        c2 += wdy[c];
+        dw_ref[c] += dys[base + c] * xhat[c];
+        db_ref[c] += dys[base + c];
+      }
+      c1 /= n;
+      c2 /= n;
+      for (int c = 0; c < n; ++c) dx_ref[base + c] = (wdy[c] - (xhat[c] * c1 + c2)) * rs;
+    }
+    // Relative error, absolute below magnitude 1. dw and db are sums of m terms of either sign whose
+    // partial sums reach about sqrt(m), so their rounding error is measured against that size.
+    const double sum_scale = std::sqrt(static_cast<double>(m));
+    double err = 0;
+    for (double e : {example::max_rel_error(y.to_double(), y_ref, 1.0),
+                     example::max_rel_error(mean.to_double(), mean_ref, 1.0),
+                     example::max_rel_error(rstd.to_double(), rstd_ref, 1.0),
+                     example::max_rel_error(dx.to_double(), dx_ref, 1.0),
+                     example::max_rel_error(dw.to_double(), dw_ref, sum_scale),
+                     example::max_rel_error(db.to_double(), db_ref, sum_scale)})
+      err = std::max(err, e);
+    return example::report("layernorm", err, 1e-5);
+  });
+}
