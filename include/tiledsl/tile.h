@@ -138,6 +138,19 @@ template <class T, class U>
 using arith_t = typename decltype(arith_result<T, U>())::type;
 template <class T, class U>
 using promote_t = cpp_t<promote(dtype_v<T>, dtype_v<U>)>;
+// The element type of a binary op: as arith_t, except that max, min, bitwise ops and shifts of two
+// booleans stay boolean (the IR keeps them i1), so `mask_a & mask_b` is a mask.
+template <BinOp K, class T, class U>
+constexpr auto binop_result() {
+  if constexpr (K >= BinOp::max && !is_ptr_v<T> && !is_ptr_v<U>) {
+    if constexpr (promote(dtype_v<T>, dtype_v<U>) == DType::i1) return std::type_identity<bool>{};
+    else return arith_result<T, U>();
+  } else {
+    return arith_result<T, U>();
+  }
+}
+template <BinOp K, class T, class U>
+using binop_t = typename decltype(binop_result<K, T, U>())::type;
 
 template <class S>
 concept Literal = std::is_arithmetic_v<S> || std::is_same_v<S, Constexpr>;
@@ -275,19 +288,22 @@ class Tile : public Handle {
   template <class U>                                                                                           \
   friend auto operator OP(detail::At<T> a, const Tile<U>& b) {                                                 \
     CHECK(T, U);                                                                                               \
-    return Tile<detail::arith_t<T, U>>(detail::binary(BinOp::KIND, a.t.value(), b.value(), a.loc));            \
+    using R = detail::binop_t<BinOp::KIND, T, U>;                                                              \
+    return Tile<R>(detail::binary(BinOp::KIND, a.t.value(), b.value(), a.loc));                                \
   }                                                                                                            \
   template <detail::Literal S>                                                                                 \
   friend auto operator OP(detail::At<T> a, S b) {                                                              \
     using L = detail::literal_t<T, S>;                                                                         \
     CHECK(T, L);                                                                                               \
-    return Tile<detail::arith_t<T, L>>(detail::binary(BinOp::KIND, a.t.value(), detail::literal<L>(b, a.loc), a.loc)); \
+    using R = detail::binop_t<BinOp::KIND, T, L>;                                                              \
+    return Tile<R>(detail::binary(BinOp::KIND, a.t.value(), detail::literal<L>(b, a.loc), a.loc));             \
   }                                                                                                            \
   template <detail::Literal S>                                                                                 \
   friend auto operator OP(S a, detail::At<T> b) {                                                              \
     using L = detail::literal_t<T, S>;                                                                         \
     CHECK(L, T);                                                                                               \
-    return Tile<detail::arith_t<L, T>>(detail::binary(BinOp::KIND, detail::literal<L>(a, b.loc), b.t.value(), b.loc)); \
+    using R = detail::binop_t<BinOp::KIND, L, T>;                                                              \
+    return Tile<R>(detail::binary(BinOp::KIND, detail::literal<L>(a, b.loc), b.t.value(), b.loc));             \
   }
 #define TILEDSL_NO_CHECK(A, B) (void)0
 #define TILEDSL_NO_PTR(A, B) \
@@ -493,11 +509,13 @@ V binary_any(BinOp op, const A& a, const B& b, const SourceLoc& loc) {
 
 template <detail::TileOrLiteral A, detail::TileOrLiteral B>
 auto maximum(const A& a, const B& b, TILEDSL_LOC) {
-  return Tile<detail::binary_elem_t<A, B>>(detail::binary_any(BinOp::max, a, b, loc));
+  using E = detail::binop_t<BinOp::max, detail::pair_elem_t<A, B>, detail::pair_elem_t<B, A>>;
+  return Tile<E>(detail::binary_any(BinOp::max, a, b, loc));
 }
 template <detail::TileOrLiteral A, detail::TileOrLiteral B>
 auto minimum(const A& a, const B& b, TILEDSL_LOC) {
-  return Tile<detail::binary_elem_t<A, B>>(detail::binary_any(BinOp::min, a, b, loc));
+  using E = detail::binop_t<BinOp::min, detail::pair_elem_t<A, B>, detail::pair_elem_t<B, A>>;
+  return Tile<E>(detail::binary_any(BinOp::min, a, b, loc));
 }
 // Elementwise choice: cond ? a : b, with broadcasting.
 template <detail::TileOrLiteral A, detail::TileOrLiteral B>
@@ -572,12 +590,31 @@ Tile<T> atomic_cas(const Tile<PtrTo<T>>& ptr, const C& cmp, const X& val, TILEDS
 }
 
 // --- Block pointers (Triton's make_block_ptr) ------------------------------------------------
+namespace detail {
+// A vector of handles whose assignment assigns element by element. A moved-in buffer would
+// destroy the handles that tl::range and tl::if_ registered, so `bp = tl::advance(bp, ...)` in a
+// loop body would neither be carried nor leave valid handles behind.
+template <class H>
+struct HandleList : std::vector<H> {
+  using std::vector<H>::vector;
+  HandleList() = default;
+  HandleList(const HandleList&) = default;
+  HandleList(HandleList&&) = default;
+  HandleList& operator=(const HandleList& o) {
+    if (o.size() != this->size()) static_cast<std::vector<H>&>(*this) = o;
+    else for (size_t i = 0; i < o.size(); ++i) (*this)[i] = o[i];
+    return *this;
+  }
+  HandleList& operator=(HandleList&& o) { return *this = static_cast<const HandleList&>(o); }
+};
+}  // namespace detail
+
 // A view of a 2-D (or N-D) region of a strided tensor: loads and stores of the whole block,
 // with optional boundary checks. Traced as plain pointer arithmetic and masks.
 template <class T>
 struct BlockPtr {
   Tile<PtrTo<T>> base;
-  std::vector<Tile<int64_t>> shape, strides, offsets;
+  detail::HandleList<Tile<int64_t>> shape, strides, offsets;
   std::vector<int64_t> block_shape, order;
 };
 enum class Padding { zero, nan };
