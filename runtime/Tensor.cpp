@@ -6,15 +6,23 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/Backend.h"
+#include "runtime/cuda/Driver.h"
+
 namespace tiledsl {
 
-// Host memory for the interpreter backend, 64-byte aligned like a device allocation.
+// Host memory (64-byte aligned like a device allocation) for the interpreter, or device memory.
 struct Tensor::Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
   Device device = Device::cpu;
-  ~Storage() { std::free(ptr); }
+  ~Storage() {
+    if (device == Device::cpu) std::free(ptr);
+    else if (const cuda::Driver* d = cuda::driver()) d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr));
+  }
 };
+
+const char* name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
 
 namespace {
 // SplitMix64: a small, fully specified generator, so tensors are identical on every machine.
@@ -34,20 +42,30 @@ void check_shape(const std::vector<int64_t>& shape) {
     if (d < 0) throw Error(fmt::format("Tensor: negative dimension in shape [{}]", fmt::join(shape, ", ")));
 }
 
+// Fills on the host, then copies to the tensor's device: the same values everywhere.
 template <class Gen>
-Tensor generate(const std::vector<int64_t>& shape, DType dtype, Gen gen) {
-  Tensor t = Tensor::empty(shape, dtype);
-  char* p = static_cast<char*>(t.data_ptr());
+Tensor generate(const std::vector<int64_t>& shape, DType dtype, Device device, Gen gen) {
+  Tensor t = Tensor::empty(shape, dtype, device);
+  std::vector<char> host(t.nbytes());
+  char* p = host.data();
   for (int64_t j = 0; j < t.numel(); ++j, p += byte_size(dtype)) {
     double v = gen();
     if (is_float(dtype)) store_float(dtype, p, v);
     else store_int(dtype, p, static_cast<int64_t>(v));
   }
+  t.copy_from_host(host.data());
   return t;
+}
+
+const cuda::Driver& gpu(const char* what) {
+  std::string why;
+  const cuda::Driver* d = cuda::driver(&why);
+  if (!d) throw Error(fmt::format("{}: a tensor on cuda needs a GPU: {}", what, why));
+  return *d;
 }
 }  // namespace
 
-Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype) {
+Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device device) {
   check_shape(shape);
   Tensor t;
   t.shape_ = shape;
@@ -57,44 +75,52 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype) {
   t.storage_ = std::make_shared<Storage>();
   size_t bytes = std::max<size_t>(t.nbytes(), 1);
   t.storage_->bytes = t.nbytes();
-  t.storage_->ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  t.storage_->device = device;
+  if (device == Device::cpu) {
+    t.storage_->ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  } else {
+    cuda::CUdeviceptr p = 0;
+    cuda::check(gpu("Tensor::empty").cuMemAlloc(&p, bytes), "cuMemAlloc", fmt::format(" (Tensor::empty of {} bytes)", bytes));
+    t.storage_->ptr = reinterpret_cast<void*>(p);
+  }
   if (!t.storage_->ptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
   return t;
 }
 
-Tensor Tensor::zeros(const std::vector<int64_t>& shape, DType dtype) {
-  Tensor t = empty(shape, dtype);
-  std::memset(t.data_ptr(), 0, t.nbytes());
-  return t;
+Tensor Tensor::zeros(const std::vector<int64_t>& shape, DType dtype, Device device) {
+  return generate(shape, dtype, device, [] { return 0.0; });
 }
 
-Tensor Tensor::full(const std::vector<int64_t>& shape, double value, DType dtype) {
-  return generate(shape, dtype, [&] { return value; });
+Tensor Tensor::full(const std::vector<int64_t>& shape, double value, DType dtype, Device device) {
+  return generate(shape, dtype, device, [&] { return value; });
 }
 
-Tensor Tensor::rand(const std::vector<int64_t>& shape, uint64_t seed, DType dtype) {
+Tensor Tensor::rand(const std::vector<int64_t>& shape, uint64_t seed, DType dtype, Device device) {
   SplitMix g{seed};
-  return generate(shape, dtype, [&] { return g.uniform(); });
+  return generate(shape, dtype, device, [&] { return g.uniform(); });
 }
 
-Tensor Tensor::randn(const std::vector<int64_t>& shape, uint64_t seed, DType dtype) {
+Tensor Tensor::randn(const std::vector<int64_t>& shape, uint64_t seed, DType dtype, Device device) {
   SplitMix g{seed};
-  return generate(shape, dtype, [&] {
+  return generate(shape, dtype, device, [&] {
     double u1 = std::max(g.uniform(), 1e-300), u2 = g.uniform();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   });
 }
 
-Tensor Tensor::randint(const std::vector<int64_t>& shape, int64_t lo, int64_t hi, uint64_t seed, DType dtype) {
+Tensor Tensor::randint(const std::vector<int64_t>& shape, int64_t lo, int64_t hi, uint64_t seed, DType dtype,
+                       Device device) {
   if (hi <= lo) throw Error(fmt::format("Tensor::randint: empty range [{}, {})", lo, hi));
   SplitMix g{seed};
   uint64_t span = static_cast<uint64_t>(hi - lo);
-  return generate(shape, dtype, [&] { return static_cast<double>(lo + static_cast<int64_t>(g.next() % span)); });
+  return generate(shape, dtype, device, [&] { return static_cast<double>(lo + static_cast<int64_t>(g.next() % span)); });
 }
 
 std::vector<double> Tensor::to_double() const {
   std::vector<double> out(static_cast<size_t>(numel()));
-  const char* p = static_cast<const char*>(data_ptr());
+  std::vector<char> host(nbytes());
+  copy_to_host(host.data());
+  const char* p = host.data();
   for (auto& v : out) {
     v = is_float(dtype_) ? load_float(dtype_, p) : static_cast<double>(load_int(dtype_, p));
     p += byte_size(dtype_);
@@ -102,8 +128,24 @@ std::vector<double> Tensor::to_double() const {
   return out;
 }
 
-void Tensor::copy_from_host(const void* src) { std::memcpy(data_ptr(), src, nbytes()); }
-void Tensor::copy_to_host(void* dst) const { std::memcpy(dst, data_ptr(), nbytes()); }
+void Tensor::copy_from_host(const void* src) {
+  if (device() == Device::cpu) std::memcpy(data_ptr(), src, nbytes());
+  else if (nbytes()) cuda::check(gpu("Tensor::copy_from_host").cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), src, nbytes()), "cuMemcpyHtoD");
+}
+
+void Tensor::copy_to_host(void* dst) const {
+  if (device() == Device::cpu) std::memcpy(dst, data_ptr(), nbytes());
+  else if (nbytes()) cuda::check(gpu("Tensor::copy_to_host").cuMemcpyDtoH(dst, reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), nbytes()), "cuMemcpyDtoH");
+}
+
+Tensor Tensor::to(Device d) const {
+  if (d == device()) return *this;
+  Tensor t = empty(shape_, dtype_, d);
+  std::vector<char> host(nbytes());
+  copy_to_host(host.data());
+  t.copy_from_host(host.data());
+  return t;
+}
 
 int64_t Tensor::numel() const {
   int64_t n = 1;

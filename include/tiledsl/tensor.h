@@ -13,25 +13,34 @@
 namespace tiledsl {
 
 enum class Device { cpu, cuda };
+const char* name(Device d);
+
+// Where new tensors go: the GPU when a CUDA device and the GPU backend are available, else the
+// CPU (host memory, run by the interpreter), announced once on stderr. TILEDSL_BACKEND=interpreter
+// or gpu forces one.
+Device default_device();
 
 class Tensor {
  public:
   Tensor() = default;
 
-  static Tensor empty(const std::vector<int64_t>& shape, DType dtype = DType::f32);
-  static Tensor zeros(const std::vector<int64_t>& shape, DType dtype = DType::f32);
-  static Tensor full(const std::vector<int64_t>& shape, double value, DType dtype = DType::f32);
-  // Uniform in [0, 1) and standard normal, reproducible from `seed` on every machine.
-  static Tensor rand(const std::vector<int64_t>& shape, uint64_t seed = 0, DType dtype = DType::f32);
-  static Tensor randn(const std::vector<int64_t>& shape, uint64_t seed = 0, DType dtype = DType::f32);
+  static Tensor empty(const std::vector<int64_t>& shape, DType dtype = DType::f32, Device device = default_device());
+  static Tensor zeros(const std::vector<int64_t>& shape, DType dtype = DType::f32, Device device = default_device());
+  static Tensor full(const std::vector<int64_t>& shape, double value, DType dtype = DType::f32,
+                     Device device = default_device());
+  // Uniform in [0, 1) and standard normal, reproducible from `seed` on every machine and device.
+  static Tensor rand(const std::vector<int64_t>& shape, uint64_t seed = 0, DType dtype = DType::f32,
+                     Device device = default_device());
+  static Tensor randn(const std::vector<int64_t>& shape, uint64_t seed = 0, DType dtype = DType::f32,
+                      Device device = default_device());
   // Uniform integers in [lo, hi).
   static Tensor randint(const std::vector<int64_t>& shape, int64_t lo, int64_t hi, uint64_t seed = 0,
-                        DType dtype = DType::i32);
+                        DType dtype = DType::i32, Device device = default_device());
   // Copies host data of element type T; `shape` defaults to 1-D.
   template <class T>
-  static Tensor from_host(const std::vector<T>& data, std::vector<int64_t> shape = {}) {
+  static Tensor from_host(const std::vector<T>& data, std::vector<int64_t> shape = {}, Device device = default_device()) {
     if (shape.empty()) shape = {static_cast<int64_t>(data.size())};
-    Tensor t = empty(shape, dtype_v<T>);
+    Tensor t = empty(shape, dtype_v<T>, device);
     if (static_cast<int64_t>(data.size()) != t.numel())
       throw Error("Tensor::from_host: " + std::to_string(data.size()) + " values for a shape of " +
                   std::to_string(t.numel()) + " elements");
@@ -48,6 +57,8 @@ class Tensor {
     copy_to_host(out.data());
     return out;
   }
+  // A copy on `device` (the same tensor when it is already there).
+  Tensor to(Device device) const;
   // The elements converted to double, whatever the dtype.
   std::vector<double> to_double() const;
   void copy_from_host(const void* src);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +14,9 @@
 #include "frontend/Trace.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "runtime/Backend.h"
 #include "runtime/Interpreter.h"
+#include "runtime/cuda/Launcher.h"
 #include "support/Error.h"
 #include "tiledsl/kernel.h"
 
@@ -23,6 +26,8 @@ namespace detail {
 // One traced specialisation.
 struct Specialization {
   std::unique_ptr<ir::Function> fn;
+  // Loaded GPU kernels by (num_warps, num_stages).
+  std::map<std::pair<int, int>, std::shared_ptr<runtime::GpuKernel>> gpu;
 };
 
 struct KernelImpl {
@@ -63,7 +68,10 @@ std::string arg_desc(const LaunchArg& a) {
   }
 }
 
-void check_args(const KernelImpl& k, std::span<const LaunchArg> args, const SourceLoc& loc) {
+// Checks count, kinds and dtypes; returns the device of the tensors (all on one), or the
+// default device when there are none.
+Device check_args(const KernelImpl& k, std::span<const LaunchArg> args, const SourceLoc& loc) {
+  int first_tensor = -1;
   if (args.size() != k.specs.size())
     user_error(where(loc), k.name, "launch", "expects {} arguments ({}) but got {}", k.specs.size(),
                fmt::join(k.params, ", "), args.size());
@@ -78,7 +86,12 @@ void check_args(const KernelImpl& k, std::span<const LaunchArg> args, const Sour
       case ParamKind::pointer:
         if (a.kind != LaunchArg::tensor || !a.t->defined() || a.t->dtype() != p.dtype)
           bad(fmt::format("a tensor of {} (tl::Ptr<{}>)", name(p.dtype), name(p.dtype)));
-        if (a.t->device() != Device::cpu) bad("a tensor on the interpreter's (host) memory");
+        if (first_tensor < 0) first_tensor = static_cast<int>(i);
+        else if (a.t->device() != args[static_cast<size_t>(first_tensor)].t->device())
+          user_error(where(loc), k.name, "launch", "argument {} ('{}') is on {} but argument {} ('{}') is on {}; all "
+                     "tensors of a launch must be on one device", i + 1, k.params[i], name(a.t->device()),
+                     first_tensor + 1, k.params[static_cast<size_t>(first_tensor)],
+                     name(args[static_cast<size_t>(first_tensor)].t->device()));
         break;
       case ParamKind::i32:
         if (a.kind != LaunchArg::integer) bad(kind_name(p.kind));
@@ -93,6 +106,7 @@ void check_args(const KernelImpl& k, std::span<const LaunchArg> args, const Sour
         break;
     }
   }
+  return first_tensor < 0 ? default_device() : args[static_cast<size_t>(first_tensor)].t->device();
 }
 
 // Triton's specialisation: constexpr values, and for each integer whether it is 1 or a multiple
@@ -177,6 +191,38 @@ std::shared_ptr<detail::Specialization> specialise(KernelImpl& k, std::span<cons
 }
 }  // namespace
 
+namespace {
+// The GPU path: compile and load once per (specialisation, num_warps, num_stages), then pack
+// the arguments into fixed storage and launch.
+void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o, std::span<const LaunchArg> args,
+                Dim3 grid) {
+  std::shared_ptr<runtime::GpuKernel> gk;
+  {
+    std::lock_guard lock(k.mu);
+    auto& slot = spec.gpu[{o.num_warps, o.num_stages}];
+    if (!slot) slot = runtime::load_gpu_kernel(*spec.fn, o.num_warps, o.num_stages);
+    gk = slot;
+  }
+  std::array<runtime::GpuArg, 64> packed;
+  size_t n = 0;
+  for (size_t i = 0; i < args.size() && n < packed.size(); ++i) {
+    uint64_t bits = 0;
+    switch (k.specs[i].kind) {
+      case ParamKind::constexpr_: continue;
+      case ParamKind::pointer: bits = reinterpret_cast<uintptr_t>(args[i].t->data_ptr()); break;
+      case ParamKind::f32: {
+        float f = static_cast<float>(args[i].kind == LaunchArg::floating ? args[i].f : static_cast<double>(args[i].i));
+        std::memcpy(&bits, &f, 4);
+        break;
+      }
+      default: bits = static_cast<uint64_t>(args[i].i);
+    }
+    packed[n++] = {bits};
+  }
+  runtime::launch_gpu_kernel(*gk, std::span(packed.data(), n), {grid.x, grid.y, grid.z}, o.stream);
+}
+}  // namespace
+
 int64_t Meta::operator[](std::string_view name) const {
   for (size_t i = 0; i < k_.params.size(); ++i)
     if (k_.params[i] == name) {
@@ -204,33 +250,20 @@ Kernel::Kernel(std::string name, std::vector<std::string> params, std::vector<Pa
     if (!seen.insert(p).second) user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' appears twice", p);
 }
 
-namespace {
-// TILEDSL_BACKEND=interpreter|gpu. Only the interpreter exists so far: asking for the GPU is an
-// error rather than a silent fallback.
-void check_backend(const KernelImpl& k, const SourceLoc& loc) {
-  static const std::string backend = [] {
-    const char* e = std::getenv("TILEDSL_BACKEND");
-    return std::string(e ? e : "");
-  }();
-  if (backend.empty() || backend == "interpreter") return;
-  if (backend == "gpu")
-    user_error(where(loc), k.name, "launch", "TILEDSL_BACKEND=gpu, but this build has no GPU backend yet; unset it to "
-                                             "run on the interpreter");
-  user_error(where(loc), k.name, "launch", "TILEDSL_BACKEND must be 'interpreter' or 'gpu', got '{}'", backend);
-}
-}  // namespace
-
 void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const LaunchArg> args) const {
   KernelImpl& k = *impl_;
-  check_backend(k, g.loc());
-  check_args(k, args, g.loc());
+  Device device = check_args(k, args, g.loc());
   Dim3 d = g.resolve(Meta(k, args));
   if (d.x <= 0 || d.y <= 0 || d.z <= 0)
     user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) has a dimension below 1; every dimension must be at least 1",
                d.x, d.y, d.z);
+  if (device == Device::cuda && (d.y > 65535 || d.z > 65535 || d.x > 2147483647))
+    user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) exceeds the GPU's limits (2^31 - 1, 65535, 65535)",
+               d.x, d.y, d.z);
   if (o.num_warps <= 0 || (o.num_warps & (o.num_warps - 1)) != 0 || o.num_warps > 32)
     user_error(where(g.loc()), k.name, "launch", "num_warps must be a power of two from 1 to 32, got {}", o.num_warps);
   auto spec = specialise(k, args);
+  if (device == Device::cuda) return launch_gpu(k, *spec, o, args, d);
   std::vector<runtime::InterpArg> iargs;
   for (size_t i = 0; i < args.size(); ++i) {
     runtime::InterpArg a;

@@ -1,0 +1,74 @@
+#include "runtime/cuda/Launcher.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "tiledsl/error.h"
+
+namespace tiledsl::runtime {
+
+#ifndef TILEDSL_HAS_CODEGEN
+GpuBinary compile_for_gpu(const ir::Function& f, int, int, const std::string&) {
+  throw Error(fmt::format("kernel '{}': this build of tiledsl has no GPU code generation (configure with LLVM 19 "
+                          "and TILEDSL_ENABLE_CODEGEN=ON)", f.name));
+}
+#endif
+
+std::string target_arch() {
+  if (const char* e = std::getenv("TILEDSL_ARCH"); e && *e) return e;
+  const cuda::DeviceInfo& d = cuda::device_info();
+  if (d.sm_major) return fmt::format("sm_{}{}", d.sm_major, d.sm_minor);
+  return "sm_90";
+}
+
+GpuKernel::~GpuKernel() {
+  if (module)
+    if (const cuda::Driver* d = cuda::driver()) d->cuModuleUnload(module);
+}
+
+std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps, int num_stages) {
+  std::string why;
+  const cuda::Driver* d = cuda::driver(&why);
+  if (!d) throw Error(fmt::format("kernel '{}': cannot run on the GPU: {}", f.name, why));
+  GpuBinary bin = compile_for_gpu(f, num_warps, num_stages, target_arch());
+  auto k = std::make_shared<GpuKernel>();
+  k->name = f.name;
+  k->num_warps = num_warps;
+  k->shared_bytes = bin.shared_bytes;
+  char log[8192] = {};
+  int opts[] = {cuda::kJitErrorLogBuffer, cuda::kJitErrorLogBufferSizeBytes};
+  void* vals[] = {log, reinterpret_cast<void*>(sizeof log)};
+  cuda::CUresult r = d->cuModuleLoadDataEx(&k->module, bin.ptx.c_str(), 2, opts, vals);
+  if (r != 0) cuda::check(r, "cuModuleLoadDataEx", fmt::format(" loading kernel '{}': {}", f.name, log));
+  cuda::check(d->cuModuleGetFunction(&k->function, k->module, bin.entry.c_str()), "cuModuleGetFunction",
+              fmt::format(" for kernel '{}' (entry {})", f.name, bin.entry));
+  d->cuFuncGetAttribute(&k->registers, cuda::kFuncAttrNumRegs, k->function);
+  d->cuFuncGetAttribute(&k->local_bytes, cuda::kFuncAttrLocalSizeBytes, k->function);
+  int max_shared = cuda::device_info().max_shared_optin;
+  if (k->shared_bytes > max_shared && max_shared > 0)
+    throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory (num_warps={}, num_stages={}) but the GPU "
+                            "offers at most {} per block; use smaller blocks or fewer stages",
+                            f.name, k->shared_bytes, num_warps, num_stages, max_shared));
+  if (k->shared_bytes > 48 * 1024)
+    cuda::check(d->cuFuncSetAttribute(k->function, cuda::kFuncAttrMaxDynamicSharedSizeBytes, k->shared_bytes),
+                "cuFuncSetAttribute", fmt::format(" (kernel '{}', {} bytes of shared memory)", f.name, k->shared_bytes));
+  return k;
+}
+
+void launch_gpu_kernel(const GpuKernel& k, std::span<const GpuArg> args, std::array<int64_t, 3> grid, void* stream) {
+  constexpr size_t kMaxArgs = 64;
+  if (args.size() > kMaxArgs) throw Error(fmt::format("kernel '{}': more than {} arguments", k.name, kMaxArgs));
+  std::array<void*, kMaxArgs> ptrs;
+  for (size_t i = 0; i < args.size(); ++i) ptrs[i] = const_cast<uint64_t*>(&args[i].bits);
+  const cuda::Driver* d = cuda::driver();
+  cuda::CUresult r = d->cuLaunchKernel(k.function, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
+                                       static_cast<unsigned>(grid[2]), static_cast<unsigned>(32 * k.num_warps), 1, 1,
+                                       static_cast<unsigned>(k.shared_bytes), static_cast<cuda::CUstream>(stream),
+                                       ptrs.data(), nullptr);
+  if (r != 0)
+    cuda::check(r, "cuLaunchKernel", fmt::format(" (kernel '{}', grid ({}, {}, {}), block {}, {} bytes of shared memory)",
+                                                 k.name, grid[0], grid[1], grid[2], 32 * k.num_warps, k.shared_bytes));
+}
+
+}  // namespace tiledsl::runtime

@@ -1,0 +1,45 @@
+// Compiling a traced kernel for the GPU, loading it through the driver and launching it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "ir/IR.h"
+#include "runtime/cuda/Driver.h"
+
+namespace tiledsl::runtime {
+
+// What codegen hands the runtime for one kernel.
+struct GpuBinary {
+  std::string ptx;
+  std::string entry;  // the kernel's symbol in the PTX
+  int shared_bytes = 0;  // dynamic shared memory the kernel needs
+};
+
+// Provided by lib/codegen when it is built in (TILEDSL_HAS_CODEGEN); throws otherwise.
+GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch);
+
+// The architecture to compile for: TILEDSL_ARCH, else the GPU present, else sm_90.
+std::string target_arch();
+
+// A loaded kernel with the attributes the driver reports.
+struct GpuKernel {
+  cuda::CUmodule module = nullptr;
+  cuda::CUfunction function = nullptr;
+  int shared_bytes = 0, registers = 0, local_bytes = 0, num_warps = 4;
+  std::string name;
+  ~GpuKernel();
+};
+std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps, int num_stages);
+
+// One kernel parameter as the driver takes it: 8 bytes of storage, of which `size` are used.
+struct GpuArg {
+  uint64_t bits;
+};
+// Launches with no allocation: arguments are copied into fixed-size arrays.
+void launch_gpu_kernel(const GpuKernel& k, std::span<const GpuArg> args, std::array<int64_t, 3> grid, void* stream);
+
+}  // namespace tiledsl::runtime
