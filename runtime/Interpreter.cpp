@@ -79,11 +79,27 @@ double int_to_double(DType t, int64_t v) {
   return t == DType::u64 ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
 }
 
+// An integer converted to float type `to` with one rounding (as cvt.rn does). A 64-bit integer
+// may not fit in double's 53 bits: it is first rounded to odd there, which keeps the final
+// rounding to any narrower type exact.
+double int_to_float(DType from, int64_t v, DType to) {
+  if (to == DType::f64 || bit_width(from) < 64) return round_to(to, int_to_double(from, v));
+  bool neg = from != DType::u64 && v < 0;
+  uint64_t m = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  int shift = 0;
+  while ((m >> shift) >= (uint64_t{1} << 53)) ++shift;
+  uint64_t top = m >> shift;
+  if (shift && (m & ((uint64_t{1} << shift) - 1))) top |= 1;  // sticky bit: round to odd
+  double d = std::ldexp(static_cast<double>(top), shift);
+  return round_to(to, neg ? -d : d);
+}
+
 int64_t float_to_int(DType to, double x) {
-  // As the GPU's cvt.rzi: truncate, saturate to the target range, NaN becomes 0.
+  // To bool: x != 0 (so 0.5 and NaN are true). Otherwise as the GPU's cvt.rzi: truncate,
+  // saturate to the target range, NaN becomes 0.
+  if (to == DType::i1) return x != 0;
   if (std::isnan(x)) return 0;
   x = std::trunc(x);
-  if (to == DType::i1) return x != 0;
   if (to == DType::u64) {
     if (x <= 0) return 0;
     if (x >= 18446744073709551615.0) return static_cast<int64_t>(~uint64_t{0});
@@ -387,7 +403,7 @@ void Program::exec_cast(const Op& op, RVal& out) {
   for (size_t j = 0; j < n; ++j) {
     if (is_float(from) && is_float(to)) out.f.push_back(round_to(to, in.f[j]));
     else if (is_float(from)) out.i.push_back(float_to_int(to, in.f[j]));
-    else if (is_float(to)) out.f.push_back(round_to(to, int_to_double(from, in.i[j])));
+    else if (is_float(to)) out.f.push_back(int_to_float(from, in.i[j], to));
     else out.i.push_back(to == DType::i1 ? in.i[j] != 0 : wrap_int(to, in.i[j]));
   }
 }

@@ -1,0 +1,151 @@
+// Shared by the op tests (test_ops*.cpp): host buffers for every dtype (bool as one byte per
+// element, as tensors store it), seeded random inputs, and tensor conversions.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iomanip>
+#include <limits>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include <tiledsl/tiledsl.h>
+
+namespace tl = tiledsl;
+
+namespace opt {
+
+// The host element type of T: bool travels as uint8_t (std::vector<bool> has no data()).
+template <class T>
+using H = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
+template <class T>
+constexpr bool is_fp = std::is_floating_point_v<T> || std::is_same_v<T, tl::f16> || std::is_same_v<T, tl::bf16>;
+
+template <class T>
+tl::Tensor tensor(const std::vector<H<T>>& v, std::vector<int64_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
+  tl::Tensor t = tl::Tensor::empty(shape, tl::dtype_v<T>);
+  REQUIRE(static_cast<int64_t>(v.size()) == t.numel());
+  t.copy_from_host(v.data());
+  return t;
+}
+
+template <class T>
+std::vector<H<T>> host(const tl::Tensor& t) {
+  REQUIRE(t.dtype() == tl::dtype_v<T>);
+  std::vector<H<T>> out(static_cast<size_t>(t.numel()));
+  t.copy_to_host(out.data());
+  return out;
+}
+
+// A tensor of n elements filled with a recognisable value, so that unwritten elements show.
+template <class T>
+tl::Tensor poison(std::vector<int64_t> shape) {
+  tl::Tensor t = tl::Tensor::empty(shape, tl::dtype_v<T>);
+  std::memset(t.data_ptr(), 0x5a, t.nbytes());
+  return t;
+}
+
+// Seeded random values in [lo, hi]: uniform reals rounded to T, or uniform integers.
+template <class T>
+std::vector<H<T>> uniform(size_t n, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 g(seed);
+  std::vector<H<T>> v(n);
+  for (auto& x : v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      x = static_cast<uint8_t>(g() & 1);
+    } else if constexpr (is_fp<T>) {
+      std::uniform_real_distribution<double> d(lo, hi);
+      if constexpr (std::is_same_v<T, double>) x = d(g);
+      else x = T(static_cast<float>(d(g)));
+    } else {
+      std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+      x = static_cast<T>(d(g));
+    }
+  }
+  return v;
+}
+
+// Random values over the whole range of an integer type.
+template <class T>
+std::vector<H<T>> random_bits(size_t n, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<H<T>> v(n);
+  for (auto& x : v) {
+    uint64_t r = g();
+    std::memcpy(&x, &r, sizeof(x));
+    if constexpr (std::is_same_v<T, bool>) x &= 1;
+  }
+  return v;
+}
+
+// Multiples of 1/8 in [lo, hi] (exact in every float type for small ranges).
+template <class T>
+std::vector<H<T>> random_eighths(size_t n, uint64_t seed, int lo, int hi) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> d(lo * 8, hi * 8);
+  std::vector<H<T>> v(n);
+  for (auto& x : v) x = T(static_cast<float>(d(g)) / 8.0f);
+  return v;
+}
+
+// Bitwise equality of two host values, with NaN equal to NaN.
+template <class T>
+bool same(T a, T b) {
+  if constexpr (std::is_same_v<T, tl::f16> || std::is_same_v<T, tl::bf16>) {
+    if (std::isnan(static_cast<float>(a)) && std::isnan(static_cast<float>(b))) return true;
+    return a.bits == b.bits;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) && std::isnan(b)) return true;
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+  } else {
+    return a == b;
+  }
+}
+
+template <class T>
+double as_double(T v) {
+  if constexpr (std::is_same_v<T, tl::f16> || std::is_same_v<T, tl::bf16>) return static_cast<float>(v);
+  else return static_cast<double>(v);
+}
+
+// Checks got == want element by element; reports the first few mismatches.
+template <class T>
+void require_equal(const std::vector<T>& got, const std::vector<T>& want) {
+  REQUIRE(got.size() == want.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!same(got[i], want[i])) {
+      if (++bad <= 5) FAIL_CHECK("index " << i << ": got " << std::setprecision(17) << as_double(got[i]) << ", want " << as_double(want[i]));
+    }
+  REQUIRE(bad == 0);
+}
+
+// |got - want| <= atol + rtol * |want| everywhere.
+template <class T>
+void require_close(const std::vector<T>& got, const std::vector<double>& want, double atol, double rtol) {
+  REQUIRE(got.size() == want.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double g = as_double(got[i]);
+    if (!(std::fabs(g - want[i]) <= atol + rtol * std::fabs(want[i]))) {
+      if (++bad <= 5) FAIL_CHECK("index " << i << ": got " << std::setprecision(17) << g << ", want " << want[i]);
+    }
+  }
+  REQUIRE(bad == 0);
+}
+
+// Rounds a float result to T the way a kernel of element type T stores it.
+template <class T>
+H<T> round_as(double x) {
+  if constexpr (std::is_same_v<T, double>) return x;
+  else if constexpr (std::is_same_v<T, float>) return static_cast<float>(x);
+  else return T(x);
+}
+
+}  // namespace opt

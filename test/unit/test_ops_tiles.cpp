@@ -1,0 +1,717 @@
+// Op tests, part 2: dot, reductions, scans, atomics, block pointers, loops and branches, random
+// numbers, printing and hints; then tracing (the specialisation cache) and the interpreter's
+// independence from its thread count. Part 1 is test_ops.cpp.
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "ops_util.h"
+#include "runtime/Interpreter.h"
+
+using namespace opt;
+
+namespace {
+using tl::_;
+using tl::newaxis;
+
+// f32 fma in k order, from `init`: the documented meaning of tl::dot.
+template <class T>
+std::vector<float> dot_ref(const std::vector<H<T>>& a, const std::vector<H<T>>& b, std::vector<float> c, int M, int N,
+                           int K) {
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float s = c[m * N + n];
+      for (int k = 0; k < K; ++k)
+        s = std::fma(static_cast<float>(a[m * K + k]), static_cast<float>(b[k * N + n]), s);
+      c[m * N + n] = s;
+    }
+  return c;
+}
+
+template <class T>
+const tl::Kernel& matmul_kernel() {
+  static const tl::Kernel k = tl::kernel(
+      "matmul", {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"},
+      [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<float> c, tl::Int M, tl::Int N, tl::Int K, tl::Constexpr BM,
+         tl::Constexpr BN, tl::Constexpr BK) {
+        auto rm = tl::program_id(0) * BM + tl::arange(0, BM);
+        auto rn = tl::program_id(1) * BN + tl::arange(0, BN);
+        auto rk = tl::arange(0, BK);
+        auto acc = tl::zeros<float>({BM, BN});
+        tl::range(0, K, BK, [&](tl::Int k) {
+          auto ka = k + rk;
+          auto x = tl::load(a + rm(_, newaxis) * K + ka(newaxis, _), (rm(_, newaxis) < M) & (ka(newaxis, _) < K), 0.0);
+          auto y = tl::load(b + ka(_, newaxis) * N + rn(newaxis, _), (ka(_, newaxis) < K) & (rn(newaxis, _) < N), 0.0);
+          acc = tl::dot(x, y, acc);
+        });
+        tl::store(c + rm(_, newaxis) * N + rn(newaxis, _), acc, (rm(_, newaxis) < M) & (rn(newaxis, _) < N));
+      });
+  return k;
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("dot equals f32 fma in k order, through a masked K loop", "[interp]", float, tl::f16, tl::bf16) {
+  using T = TestType;
+  const int M = 37, N = 29, K = 45;  // none a multiple of the 16-wide blocks
+  auto a = uniform<T>(M * K, 401, -2, 2);
+  auto b = uniform<T>(K * N, 402, -2, 2);
+  auto c = poison<float>({M, N});
+  matmul_kernel<T>()[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](tensor<T>(a, {M, K}), tensor<T>(b, {K, N}), c, M, N,
+                                                                  K, 16, 16, 16);
+  require_equal(host<float>(c), dot_ref<T>(a, b, std::vector<float>(M * N, 0.0f), M, N, K));
+}
+
+TEST_CASE("dot with and without an accumulator, on non-square tiles", "[interp]") {
+  auto k = tl::kernel("dot2", {"a", "b", "c", "out", "out2"},
+                      [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> c, tl::Ptr<float> out, tl::Ptr<float> out2) {
+                        auto r32 = tl::arange(0, 32), r16 = tl::arange(0, 16), r64 = tl::arange(0, 64);
+                        auto x = tl::load(a + r32(_, newaxis) * 16 + r16(newaxis, _));  // [32, 16]
+                        auto y = tl::load(b + r16(_, newaxis) * 64 + r64(newaxis, _));  // [16, 64]
+                        auto offs = r32(_, newaxis) * 64 + r64(newaxis, _);
+                        tl::store(out + offs, tl::dot(x, y, tl::load(c + offs)));
+                        tl::store(out2 + offs, tl::dot(x, y));
+                      });
+  auto a = uniform<float>(32 * 16, 411, -3, 3);
+  auto b = uniform<float>(16 * 64, 412, -3, 3);
+  auto c = uniform<float>(32 * 64, 413, -3, 3);
+  auto out = poison<float>({32, 64}), out2 = poison<float>({32, 64});
+  k[tl::grid(1)](tensor<float>(a), tensor<float>(b), tensor<float>(c), out, out2);
+  require_equal(host<float>(out), dot_ref<float>(a, b, c, 32, 64, 16));
+  require_equal(host<float>(out2), dot_ref<float>(a, b, std::vector<float>(32 * 64, 0.0f), 32, 64, 16));
+}
+
+// --- Reductions -----------------------------------------------------------------------------
+namespace {
+constexpr int kR = 16, kC = 32, kTiles = 3;  // kTiles programs, each reducing one [16, 32] tile
+
+enum Red {
+  kSum0, kSum1, kSumAll, kSumNeg, kMax0, kMax1, kMaxAll, kMin0, kMin1, kMinAll,
+  kArgmax0, kArgmax1, kArgmin0, kArgmin1, kGeneric0, kGeneric1, kNumRed
+};
+
+template <class T>
+const tl::Kernel& reduce_kernel() {
+  using S = tl::detail::sum_t<T>;
+  static const tl::Kernel k = tl::kernel(
+      "reductions", {"x", "sums", "vals", "idx", "OP"},
+      [](tl::Ptr<T> x, tl::Ptr<S> sums, tl::Ptr<T> vals, tl::Ptr<int32_t> idx, tl::Constexpr OP) {
+        auto pid = tl::program_id(0);
+        auto r = tl::arange(0, kR), c = tl::arange(0, kC);
+        auto v = tl::load(x + pid * (kR * kC) + r(_, newaxis) * kC + c(newaxis, _));
+        auto base = pid * (kR * kC);
+        // The generic reduction: a user lambda, associative and commutative.
+        auto combine = [](tl::Tile<T> p, tl::Tile<T> q) {
+          if constexpr (is_fp<T>) return tl::maximum(p, q);
+          else return p ^ q;
+        };
+        switch (static_cast<int>(OP)) {
+          case kSum0: tl::store(sums + base + c, tl::sum(v, 0)); break;
+          case kSum1: tl::store(sums + base + r, tl::sum(v, 1)); break;
+          case kSumAll: tl::store(sums + base, tl::sum(v)); break;
+          case kSumNeg: tl::store(sums + base + r, tl::sum(v, -1)); break;
+          case kMax0: tl::store(vals + base + c, tl::max(v, 0)); break;
+          case kMax1: tl::store(vals + base + r, tl::max(v, 1)); break;
+          case kMaxAll: tl::store(vals + base, tl::max(v)); break;
+          case kMin0: tl::store(vals + base + c, tl::min(v, 0)); break;
+          case kMin1: tl::store(vals + base + r, tl::min(v, 1)); break;
+          case kMinAll: tl::store(vals + base, tl::min(v)); break;
+          case kArgmax0: tl::store(idx + base + c, tl::argmax(v, 0)); break;
+          case kArgmax1: tl::store(idx + base + r, tl::argmax(v, 1)); break;
+          case kArgmin0: tl::store(idx + base + c, tl::argmin(v, 0)); break;
+          case kArgmin1: tl::store(idx + base + r, tl::argmin(v, 1)); break;
+          case kGeneric0: tl::store(vals + base + c, tl::reduce(v, 0, combine)); break;
+          default: tl::store(vals + base + r, tl::reduce(v, 1, combine)); break;
+        }
+      });
+  return k;
+}
+
+// Values chosen so that every partial sum is exact in T (the result does not depend on the
+// order of the reduction), with frequent ties for argmax/argmin.
+template <class T>
+std::vector<H<T>> reduce_inputs(uint64_t seed) {
+  size_t n = kTiles * kR * kC;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return random_eighths<T>(n, seed, -4, 4);
+  else if constexpr (std::is_same_v<T, tl::f16>) return uniform<T>(n, seed, -3, 3);  // rounded to integers below
+  else if constexpr (std::is_same_v<T, tl::bf16>) return uniform<T>(n, seed, -1, 1);
+  else if constexpr (sizeof(T) == 1) return uniform<T>(n, seed, std::is_signed_v<T> ? -20 : 0, 20);
+  else return random_bits<T>(n, seed);
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("sum, max, min, argmax, argmin and tl::reduce over each axis", "[interp]", float, double, tl::f16,
+                   tl::bf16, int8_t, uint8_t, int32_t, uint32_t, int64_t) {
+  using T = TestType;
+  using S = tl::detail::sum_t<T>;
+  auto x = reduce_inputs<T>(501);
+  if constexpr (std::is_same_v<T, tl::f16> || std::is_same_v<T, tl::bf16>)
+    for (auto& v : x) v = T(std::round(static_cast<float>(v)));
+  if constexpr (!is_fp<T> && sizeof(T) > 1)  // ties for arg reductions in wide integers too
+    for (size_t i = 0; i < x.size(); i += 5) x[i] = static_cast<T>(i % 3);
+  auto at = [&](int t, int i, int j) { return x[(t * kR + i) * kC + j]; };
+  const int total = kTiles * kR * kC;
+  for (int op = 0; op < kNumRed; ++op) {
+    INFO("op " << op);
+    auto sums = poison<S>({total});
+    auto vals = poison<T>({total});
+    auto idx = poison<int32_t>({total});
+    auto want_s = host<S>(sums);
+    auto want_v = host<T>(vals);
+    auto want_i = host<int32_t>(idx);
+    reduce_kernel<T>()[tl::grid(kTiles)](tensor<T>(x), sums, vals, idx, op);
+    for (int t = 0; t < kTiles; ++t) {
+      int base = t * kR * kC;
+      // Sums in double (exact for these inputs) or wrapping unsigned arithmetic for integers.
+      auto sum_of = [&](auto pick, int len) {
+        if constexpr (is_fp<T>) {
+          double s = 0;
+          for (int q = 0; q < len; ++q) s += as_double(pick(q));
+          return static_cast<H<S>>(round_as<S>(s));
+        } else {
+          uint64_t s = 0;
+          for (int q = 0; q < len; ++q) s += static_cast<uint64_t>(static_cast<int64_t>(pick(q)));
+          return static_cast<S>(s);
+        }
+      };
+      auto better = [&](H<T> p, H<T> q, bool is_max) { return is_max ? as_double(p) > as_double(q) : as_double(p) < as_double(q); };
+      auto extreme = [&](auto pick, int len, bool is_max) {
+        H<T> e = pick(0);
+        for (int q = 1; q < len; ++q)
+          if (better(pick(q), e, is_max)) e = pick(q);
+        return e;
+      };
+      auto arg = [&](auto pick, int len, bool is_max) {
+        int e = 0;
+        for (int q = 1; q < len; ++q)
+          if (better(pick(q), pick(e), is_max)) e = q;  // ties keep the smallest index
+        return e;
+      };
+      auto generic = [&](auto pick, int len) {
+        H<T> e = pick(0);
+        for (int q = 1; q < len; ++q) {
+          if constexpr (is_fp<T>) e = as_double(pick(q)) > as_double(e) ? pick(q) : e;
+          else e = static_cast<T>(e ^ pick(q));
+        }
+        return e;
+      };
+      for (int j = 0; j < kC; ++j) {
+        auto col = [&](int q) { return at(t, q, j); };
+        if (op == kSum0) want_s[base + j] = sum_of(col, kR);
+        if (op == kMax0) want_v[base + j] = extreme(col, kR, true);
+        if (op == kMin0) want_v[base + j] = extreme(col, kR, false);
+        if (op == kArgmax0) want_i[base + j] = arg(col, kR, true);
+        if (op == kArgmin0) want_i[base + j] = arg(col, kR, false);
+        if (op == kGeneric0) want_v[base + j] = generic(col, kR);
+      }
+      for (int i = 0; i < kR; ++i) {
+        auto row = [&](int q) { return at(t, i, q); };
+        if (op == kSum1 || op == kSumNeg) want_s[base + i] = sum_of(row, kC);
+        if (op == kMax1) want_v[base + i] = extreme(row, kC, true);
+        if (op == kMin1) want_v[base + i] = extreme(row, kC, false);
+        if (op == kArgmax1) want_i[base + i] = arg(row, kC, true);
+        if (op == kArgmin1) want_i[base + i] = arg(row, kC, false);
+        if (op == kGeneric1) want_v[base + i] = generic(row, kC);
+      }
+      auto all = [&](int q) { return x[base + q]; };
+      if (op == kSumAll) want_s[base] = sum_of(all, kR * kC);
+      if (op == kMaxAll) want_v[base] = extreme(all, kR * kC, true);
+      if (op == kMinAll) want_v[base] = extreme(all, kR * kC, false);
+    }
+    require_equal(host<S>(sums), want_s);
+    require_equal(host<T>(vals), want_v);
+    require_equal(host<int32_t>(idx), want_i);
+  }
+}
+
+TEST_CASE("sum of general f32 values is close to the exact sum; max ignores the masked tail", "[interp]") {
+  auto k = tl::kernel("rowsum", {"x", "sums", "maxs", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> sums, tl::Ptr<float> maxs, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = offs < n;
+                        tl::store(sums + tl::program_id(0), tl::sum(tl::load(x + offs, mask, 0.0f)));
+                        tl::store(maxs + tl::program_id(0), tl::max(tl::load(x + offs, mask, -INFINITY), 0));
+                      });
+  const int n = 1000, block = 256, blocks = 4;
+  auto x = uniform<float>(n, 511, -100, 50);
+  auto sums = poison<float>({blocks}), maxs = poison<float>({blocks});
+  k[tl::grid(blocks)](tensor<float>(x), sums, maxs, n, block);
+  std::vector<double> want(blocks, 0.0);
+  std::vector<float> wmax(blocks, -INFINITY);
+  for (int i = 0; i < n; ++i) {
+    want[i / block] += x[i];
+    wmax[i / block] = std::max(wmax[i / block], x[i]);
+  }
+  require_close(host<float>(sums), want, 1e-3, 1e-5);
+  require_equal(host<float>(maxs), wmax);
+}
+
+// --- Scans ----------------------------------------------------------------------------------
+TEMPLATE_TEST_CASE("cumsum and associative_scan, forward and reverse, over each axis", "[interp]", float, int32_t,
+                   int8_t, tl::f16) {
+  using T = TestType;
+  using S = tl::detail::sum_t<T>;
+  auto k = tl::kernel("scans", {"x", "sums", "vals", "OP"},
+                      [](tl::Ptr<T> x, tl::Ptr<S> sums, tl::Ptr<T> vals, tl::Constexpr OP) {
+                        auto r = tl::arange(0, 8), c = tl::arange(0, 32);
+                        auto offs = r(_, newaxis) * 32 + c(newaxis, _);
+                        auto v = tl::load(x + offs);
+                        auto biggest = [](tl::Tile<T> p, tl::Tile<T> q) { return tl::maximum(p, q); };
+                        int op = static_cast<int>(OP);
+                        if (op < 4) tl::store(sums + offs, tl::cumsum(v, op % 2, op >= 2));
+                        else tl::store(vals + offs, tl::associative_scan(v, op % 2, biggest, op >= 6));
+                      });
+  std::vector<H<T>> x;
+  if constexpr (is_fp<T>) x = random_eighths<T>(256, 521, -4, 4);
+  else x = uniform<T>(256, 521, -60, 60);
+  for (int op = 0; op < 8; ++op) {
+    INFO("op " << op);
+    int axis = op % 2;
+    bool reverse = (op / 2) % 2 == 1;
+    auto sums = poison<S>({256});
+    auto vals = poison<T>({256});
+    auto want_s = host<S>(sums);
+    auto want_v = host<T>(vals);
+    k[tl::grid(1)](tensor<T>(x), sums, vals, op);
+    int len = axis == 0 ? 8 : 32, lanes = axis == 0 ? 32 : 8;
+    for (int l = 0; l < lanes; ++l) {
+      double s = 0;
+      double m = -1e300;
+      for (int step = 0; step < len; ++step) {
+        int q = reverse ? len - 1 - step : step;
+        int flat = axis == 0 ? q * 32 + l : l * 32 + q;
+        s += as_double(x[flat]);
+        m = std::max(m, as_double(x[flat]));
+        if (op < 4) want_s[flat] = static_cast<H<S>>(round_as<S>(s));
+        else want_v[flat] = static_cast<H<T>>(round_as<T>(m));
+      }
+    }
+    require_equal(host<S>(sums), want_s);
+    require_equal(host<T>(vals), want_v);
+  }
+}
+
+TEST_CASE("cumsum over 1-D blocks with a masked tail", "[interp]") {
+  auto k = tl::kernel("cumsum1d", {"x", "out", "rev", "n", "BLOCK"},
+                      [](tl::Ptr<int32_t> x, tl::Ptr<int32_t> out, tl::Ptr<int32_t> rev, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = offs < n;
+                        auto v = tl::load(x + offs, mask, 0);
+                        tl::store(out + offs, tl::cumsum(v), mask);
+                        tl::store(rev + offs, tl::cumsum(v, 0, true), mask);
+                      });
+  const int n = 1000, block = 256;
+  auto x = uniform<int32_t>(n, 531, -1000, 1000);
+  auto out = poison<int32_t>({n}), rev = poison<int32_t>({n});
+  k[tl::grid(tl::cdiv(n, block))](tensor<int32_t>(x), out, rev, n, block);
+  std::vector<int32_t> want(n), wrev(n);
+  for (int b = 0; b < n; b += block) {
+    int end = std::min(n, b + block), s = 0;
+    for (int i = b; i < end; ++i) want[i] = s += x[i];
+    s = 0;
+    for (int i = end - 1; i >= b; --i) wrev[i] = s += x[i];
+  }
+  require_equal(host<int32_t>(out), want);
+  require_equal(host<int32_t>(rev), wrev);
+}
+
+// --- Atomics --------------------------------------------------------------------------------
+namespace {
+// Element i of the n-element input applies op to slot i % kSlots; 8 programs of 128 share the
+// same kSlots addresses. The old values come back in `olds`.
+constexpr int kSlots = 7, kAtomicBlock = 128;
+
+template <class T>
+const tl::Kernel& atomic_kernel() {
+  static const tl::Kernel k = tl::kernel(
+      "atomics", {"x", "slots", "olds", "n", "OP", "BLOCK"},
+      [](tl::Ptr<T> x, tl::Ptr<T> slots, tl::Ptr<T> olds, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
+        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+        auto mask = offs < n;
+        auto v = tl::load(x + offs, mask);
+        auto p = slots + offs % kSlots;
+        tl::Tile<T> old = v;
+        switch (static_cast<int>(OP)) {
+          case 0: old = tl::atomic_add(p, v, mask); break;
+          case 1: old = tl::atomic_max(p, v, mask); break;
+          case 2: old = tl::atomic_min(p, v, mask); break;
+          default: old = tl::atomic_xchg(p, v, mask); break;
+        }
+        tl::store(olds + offs, old, mask);
+      });
+  return k;
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("atomic add, max, min and xchg from many programs on the same addresses", "[interp]", int32_t,
+                   uint32_t, int64_t, float, double, tl::f16) {
+  using T = TestType;
+  const int n = 1000;
+  std::vector<H<T>> x;
+  // Positive (the add chain is increasing), and every partial sum exact in T, whatever the order.
+  if constexpr (std::is_same_v<T, tl::f16>)
+    for (int8_t v : uniform<int8_t>(n, 541, 1, 4)) x.push_back(T(static_cast<float>(v)));
+  else if constexpr (is_fp<T>) x = random_eighths<T>(n, 541, 1, 4);
+  else x = uniform<T>(n, 541, 1, 1000);
+  std::vector<H<T>> init(kSlots);
+  for (int s = 0; s < kSlots; ++s) init[s] = static_cast<H<T>>(T(static_cast<float>(100 + s)));
+  for (int op = 0; op < 4; ++op) {
+    INFO("op " << op);
+    auto slots = tensor<T>(init);
+    auto olds = poison<T>({n});
+    atomic_kernel<T>()[tl::grid(tl::cdiv(n, kAtomicBlock))](tensor<T>(x), slots, olds, n, op, kAtomicBlock);
+    auto got = host<T>(slots);
+    auto old = host<T>(olds);
+    for (int s = 0; s < kSlots; ++s) {
+      // Whatever the order, the updates of one slot form a chain from its initial value to its
+      // final value: {olds} + {final} == {initial} + {each old combined with its input}.
+      std::multiset<double> lhs{as_double(got[s])}, rhs{as_double(init[s])};
+      double fin = as_double(init[s]);
+      for (int i = s; i < n; i += kSlots) {
+        double o = as_double(old[i]), v = as_double(x[i]);
+        lhs.insert(o);
+        switch (op) {
+          case 0: rhs.insert(o + v); fin += v; break;
+          case 1: rhs.insert(std::max(o, v)); fin = std::max(fin, v); break;
+          case 2: rhs.insert(std::min(o, v)); fin = std::min(fin, v); break;
+          default: rhs.insert(v); break;
+        }
+      }
+      INFO("slot " << s);
+      CHECK(lhs == rhs);
+      if (op != 3) CHECK(as_double(got[s]) == fin);
+    }
+  }
+}
+
+TEST_CASE("atomic_cas lets exactly one program claim each slot", "[interp]") {
+  auto k = tl::kernel("claim", {"slots", "olds", "n", "BLOCK"},
+                      [](tl::Ptr<int32_t> slots, tl::Ptr<int32_t> olds, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto old = tl::atomic_cas(slots + offs % kSlots, -1, offs);
+                        tl::store(olds + offs, old, offs < n);
+                      });
+  const int n = 1000;
+  auto slots = tensor<int32_t>(std::vector<int32_t>(kSlots, -1));
+  auto olds = poison<int32_t>({n});
+  k[tl::grid(tl::cdiv(n, kAtomicBlock))](slots, olds, n, kAtomicBlock);
+  auto got = host<int32_t>(slots);
+  auto old = host<int32_t>(olds);
+  for (int s = 0; s < kSlots; ++s) {
+    int w = got[s];
+    REQUIRE(w >= 0);
+    REQUIRE(w % kSlots == s);
+    for (int i = s; i < n; i += kSlots) CHECK(old[i] == (i == w ? -1 : w));
+  }
+}
+
+// --- Block pointers -------------------------------------------------------------------------
+TEST_CASE("block pointers: boundary checks, padding and advance in a loop", "[interp]") {
+  const int M = 37, N = 53;
+  auto copy = tl::kernel("bp_copy", {"x", "out", "M", "N"},
+                         [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
+                           auto pm = tl::program_id(0) * 16, pn = tl::program_id(1) * 16;
+                           auto src = tl::make_block_ptr(x, {M, N}, {N, 1}, {pm, pn}, {16, 16}, {1, 0});
+                           auto dst = tl::make_block_ptr(out, {M, N}, {N, 1}, {pm, pn}, {16, 16}, {1, 0});
+                           tl::store(dst, tl::load(src, {0, 1}) + 1.0f, {0, 1});
+                         });
+  auto pad = tl::kernel("bp_pad", {"x", "out", "M", "N"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
+    auto src = tl::make_block_ptr(x, {M, N}, {N, 1}, {32, 48}, {16, 16}, {1, 0});
+    auto r = tl::arange(0, 16);
+    auto offs = r(_, newaxis) * 16 + r(newaxis, _);
+    tl::store(out + offs, tl::load(src, {0, 1}, tl::Padding::nan));
+    tl::store(out + 256 + offs, tl::load(src, {0, 1}));
+  });
+  auto rowsum = tl::kernel("bp_rowsum", {"x", "out", "M", "N"},
+                           [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
+                             auto pm = tl::program_id(0) * 16;
+                             auto bp = tl::make_block_ptr(x, {M, N}, {N, 1}, {pm, 0}, {16, 16}, {1, 0});
+                             auto acc = tl::zeros<float>({16});
+                             tl::range(0, N, 16, [&](tl::Int) {
+                               acc += tl::sum(tl::load(bp, {0, 1}), 1);
+                               bp = tl::advance(bp, {0, 16});
+                             });
+                             auto rows = pm + tl::arange(0, 16);
+                             tl::store(out + rows, acc, rows < M);
+                           });
+  auto x = random_eighths<float>(M * N, 551, -8, 8);
+  auto xt = tensor<float>(x, {M, N});
+  {
+    auto out = poison<float>({M, N});
+    copy[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](xt, out, M, N);
+    std::vector<float> want(M * N);
+    for (int i = 0; i < M * N; ++i) want[i] = x[i] + 1.0f;
+    require_equal(host<float>(out), want);
+  }
+  {
+    auto out = poison<float>({512});
+    pad[tl::grid(1)](xt, out, M, N);
+    std::vector<float> want(512);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 16; ++j) {
+        bool in = 32 + i < M && 48 + j < N;
+        want[i * 16 + j] = in ? x[(32 + i) * N + 48 + j] : NAN;
+        want[256 + i * 16 + j] = in ? x[(32 + i) * N + 48 + j] : 0.0f;
+      }
+    require_equal(host<float>(out), want);
+  }
+  {
+    auto out = poison<float>({M});
+    rowsum[tl::grid(tl::cdiv(M, 16))](xt, out, M, N);
+    std::vector<float> want(M, 0.0f);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) want[i] += x[i * N + j];
+    require_equal(host<float>(out), want);
+  }
+}
+
+// --- Control flow ---------------------------------------------------------------------------
+TEST_CASE("tl::range carries tiles and scalars, nests, and runs zero times when empty", "[interp]") {
+  // out[b, c] = sum over i < I, j < J of x[b, i, j, c], plus a loop-carried counter, a 64-bit
+  // loop variable and a loop whose bound is a runtime argument (zero trips when trips == 0).
+  auto k = tl::kernel("loops", {"x", "out", "counts", "I", "J", "trips"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Ptr<int64_t> counts, tl::Int I, tl::Int J, tl::Int trips) {
+                        auto b = tl::program_id(0);
+                        auto c = tl::arange(0, 16);
+                        auto acc = tl::zeros<float>({16});
+                        tl::Int count = 0;
+                        tl::range(0, I, [&](tl::Int i) {
+                          auto row = tl::zeros<float>({16});
+                          tl::range(0, J, [&](tl::Int j) {
+                            row += tl::load(x + ((b * I + i) * J + j) * 16 + c);
+                            count = count + 1;
+                          });
+                          acc = acc + row;
+                        });
+                        tl::store(out + b * 16 + c, acc);
+                        tl::Int64 total = 0;
+                        tl::range(tl::Int64(int64_t{3}), int64_t{3} + trips, [&](tl::Int64 t) { total = total + t; });
+                        tl::Int64 stepped = 0;
+                        tl::range(1, 20, 4, [&](tl::Int s) { stepped = stepped * 100 + s; });  // 1, 5, 9, 13, 17
+                        tl::store(counts + b * 3, count.to<int64_t>());
+                        tl::store(counts + b * 3 + 1, total);
+                        tl::store(counts + b * 3 + 2, stepped);
+                      });
+  const int B = 3, I = 5, J = 3;
+  auto x = random_eighths<float>(B * I * J * 16, 561, -4, 4);
+  for (int trips : {0, 4}) {
+    auto out = poison<float>({B * 16});
+    auto counts = poison<int64_t>({B * 3});
+    k[tl::grid(B)](tensor<float>(x), out, counts, I, J, trips);
+    std::vector<float> want(B * 16, 0.0f);
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < I; ++i) {
+        std::vector<float> row(16, 0.0f);
+        for (int j = 0; j < J; ++j)
+          for (int c = 0; c < 16; ++c) row[c] += x[((b * I + i) * J + j) * 16 + c];
+        for (int c = 0; c < 16; ++c) want[b * 16 + c] += row[c];
+      }
+    require_equal(host<float>(out), want);
+    int64_t total = 0;
+    for (int t = 3; t < 3 + trips; ++t) total += t;
+    std::vector<int64_t> wc;
+    for (int b = 0; b < B; ++b) wc.insert(wc.end(), {I * J, total, 105091317});
+    require_equal(host<int64_t>(counts), wc);
+  }
+}
+
+TEST_CASE("tl::if_ picks a branch per program; variables assigned in it flow out", "[interp]") {
+  auto k = tl::kernel("branches", {"x", "out", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                        auto pid = tl::program_id(0);
+                        auto offs = pid * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = offs < n;
+                        auto v = tl::load(x + offs, mask);
+                        tl::Float scale = 1.0f;
+                        tl::if_(pid % 2 == 0, [&] { v = v * 2; }, [&] {
+                          v = v - 1;
+                          scale = 3.0f;
+                        });
+                        tl::if_(pid == 3, [&] { v = -v; });  // no else
+                        tl::range(0, 2, [&](tl::Int i) {
+                          tl::if_(i == 1, [&] { v = v + 0.5f; });  // inside a loop
+                        });
+                        tl::store(out + offs, v * scale, mask);
+                      });
+  const int n = 1000, block = 128;
+  auto x = random_eighths<float>(n, 571, -8, 8);
+  auto out = poison<float>({n});
+  k[tl::grid(tl::cdiv(n, block))](tensor<float>(x), out, n, block);
+  std::vector<float> want(n);
+  for (int i = 0; i < n; ++i) {
+    int pid = i / block;
+    float v = pid % 2 == 0 ? x[i] * 2 : x[i] - 1, scale = pid % 2 == 0 ? 1.0f : 3.0f;
+    if (pid == 3) v = -v;
+    v += 0.5f;
+    want[i] = v * scale;
+  }
+  require_equal(host<float>(out), want);
+}
+
+// --- Random numbers -------------------------------------------------------------------------
+TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors", "[interp]") {
+  using tiledsl::runtime::philox4x32;
+  CHECK(philox4x32({0, 0, 0, 0}, {0, 0}, 10) == std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+  CHECK(philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}, 10) ==
+        std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
+  // The kernel's randint4x with seed 0 at offset 0 is the first vector.
+  auto k = tl::kernel("kat", {"out"}, [](tl::Ptr<uint32_t> out) {
+    auto r = tl::randint4x(0, tl::zeros<int32_t>({1}));
+    for (int q = 0; q < 4; ++q) tl::store(out + q + tl::arange(0, 1), r[static_cast<size_t>(q)]);
+  });
+  auto out = poison<uint32_t>({4});
+  k[tl::grid(1)](out);
+  require_equal(host<uint32_t>(out), std::vector<uint32_t>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+}
+
+TEST_CASE("randint, rand and randn are Philox bit for bit, with plausible statistics", "[interp]") {
+  auto k = tl::kernel("rng", {"ints", "ints4", "u", "z", "seed", "n", "BLOCK"},
+                      [](tl::Ptr<uint32_t> ints, tl::Ptr<uint32_t> ints4, tl::Ptr<float> u, tl::Ptr<float> z,
+                         tl::Int seed, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = offs < n;
+                        tl::store(ints + offs, tl::randint(seed, offs), mask);
+                        auto r = tl::randint4x(seed, offs);
+                        for (int q = 0; q < 4; ++q) tl::store(ints4 + offs * 4 + q, r[static_cast<size_t>(q)], mask);
+                        tl::store(u + offs, tl::rand(seed, offs), mask);
+                        tl::store(z + offs, tl::randn(seed, offs), mask);
+                      });
+  const int n = 5000, block = 1024;
+  for (int seed : {0, 12345, 2147483647}) {
+    INFO("seed " << seed);
+    auto ints = poison<uint32_t>({n}), ints4 = poison<uint32_t>({4 * n});
+    auto u = poison<float>({n}), z = poison<float>({n});
+    k[tl::grid(tl::cdiv(n, block))](ints, ints4, u, z, seed, n, block);
+    std::vector<uint32_t> want(n), want4(4 * n);
+    std::vector<float> wu(n);
+    for (int i = 0; i < n; ++i) {
+      auto r = tiledsl::runtime::philox4x32({static_cast<uint32_t>(i), 0, 0, 0}, {static_cast<uint32_t>(seed), 0}, 10);
+      want[i] = r[0];
+      for (int q = 0; q < 4; ++q) want4[4 * i + q] = r[static_cast<size_t>(q)];
+      int32_t s = static_cast<int32_t>(r[0]);
+      wu[i] = static_cast<float>(s < 0 ? ~s : s) * 4.6566127342e-10f;  // documented u32 -> [0, 1)
+    }
+    require_equal(host<uint32_t>(ints), want);
+    require_equal(host<uint32_t>(ints4), want4);
+    auto got_u = host<float>(u);
+    require_equal(got_u, wu);
+    double mean = 0;
+    for (float v : got_u) {
+      REQUIRE(v >= 0.0f);
+      REQUIRE(v < 1.0f);
+      mean += v;
+    }
+    mean /= n;
+    CHECK(std::fabs(mean - 0.5) < 0.02);  // sd of the mean: 0.004
+    auto got_z = host<float>(z);
+    double zm = 0, zv = 0;
+    for (float v : got_z) {
+      REQUIRE(std::isfinite(v));
+      zm += v;
+    }
+    zm /= n;
+    for (float v : got_z) zv += (v - zm) * (v - zm);
+    zv /= n - 1;
+    CHECK(std::fabs(zm) < 0.06);        // sd of the mean: 0.014
+    CHECK(std::fabs(zv - 1.0) < 0.08);  // sd of the variance: 0.02
+  }
+}
+
+// --- Printing and hints ---------------------------------------------------------------------
+TEST_CASE("device_print writes each element with its program and index", "[interp]") {
+  auto k = tl::kernel("printer", {"x"}, [](tl::Ptr<int32_t> x) {
+    auto i = tl::arange(0, 4);
+    auto v = tl::load(x + tl::program_id(0) * 4 + i);
+    tl::device_print(tl::Print("v="), v);
+    tl::device_print(tl::Print("h=", true), v + 0);
+  });
+  std::ostringstream captured;
+  auto* old = std::cout.rdbuf(captured.rdbuf());
+  try {
+    k[tl::grid(2)](tensor<int32_t>({3, -1, 255, 7, 10, 11, 12, 13}));
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  std::cout.rdbuf(old);
+  std::string s = captured.str();
+  CHECK(s.find("pid (0, 0, 0) idx [0] v=3\n") != std::string::npos);
+  CHECK(s.find("pid (0, 0, 0) idx [1] v=-1\n") != std::string::npos);
+  CHECK(s.find("pid (0, 0, 0) idx [2] h=0xff\n") != std::string::npos);
+  CHECK(s.find("pid (1, 0, 0) idx [3] v=13\n") != std::string::npos);
+  CHECK(std::count(s.begin(), s.end(), '\n') == 16);
+}
+
+TEST_CASE("multiple_of and max_contiguous are the identity", "[interp]") {
+  auto k = tl::kernel("hints", {"x", "out", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                        auto start = tl::multiple_of(tl::program_id(0) * BLOCK, {16});
+                        auto offs = tl::max_contiguous(tl::multiple_of(start + tl::arange(0, BLOCK), {16}), {BLOCK});
+                        auto mask = offs < n;
+                        tl::store(out + offs, tl::load(x + offs, mask), mask);
+                      });
+  const int n = 1000;
+  auto x = uniform<float>(n, 581, -1, 1);
+  auto out = poison<float>({n});
+  k[tl::grid(tl::cdiv(n, 256))](tensor<float>(x), out, n, 256);
+  require_equal(host<float>(out), x);
+}
+
+// --- Tracing and threads --------------------------------------------------------------------
+TEST_CASE("one trace per specialisation key", "[interp]") {
+  auto k = tl::kernel("scale", {"x", "out", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = offs < n;
+                        tl::store(out + offs, tl::load(x + offs, mask) * 3, mask);
+                      });
+  auto x = uniform<float>(1024, 591, -1, 1);
+  auto xt = tensor<float>(x);
+  auto run = [&](int n, int block) {
+    auto out = tensor<float>(std::vector<float>(1024, -5.0f));
+    k[tl::grid(tl::cdiv(n, block))](xt, out, n, block);
+    auto got = host<float>(out);
+    for (int i = 0; i < 1024; ++i) REQUIRE(got[i] == (i < n ? x[i] * 3 : -5.0f));
+  };
+  CHECK(k.trace_count() == 0);
+  run(1000, 256);
+  CHECK(k.trace_count() == 1);
+  run(1000, 256);
+  CHECK(k.trace_count() == 1);  // same key: cached
+  run(999, 256);
+  CHECK(k.trace_count() == 1);  // still not a multiple of 16
+  run(1000, 128);
+  CHECK(k.trace_count() == 2);  // another constexpr
+  run(1008, 256);
+  CHECK(k.trace_count() == 3);  // n now divisible by 16
+  run(1024, 256);
+  CHECK(k.trace_count() == 3);
+  run(1, 256);
+  CHECK(k.trace_count() == 4);  // n == 1 is its own specialisation
+  run(1000, 128);
+  CHECK(k.trace_count() == 4);
+}
+
+TEST_CASE("results do not depend on the interpreter's thread count", "[interp]") {
+  const char* saved = std::getenv("TILEDSL_INTERPRETER_THREADS");
+  std::string saved_value = saved ? saved : "";
+  const int M = 70, N = 45, K = 33;
+  auto a = uniform<float>(M * K, 601, -1, 1);
+  auto b = uniform<float>(K * N, 602, -1, 1);
+  auto run = [&](const char* threads) {
+    setenv("TILEDSL_INTERPRETER_THREADS", threads, 1);
+    REQUIRE(tiledsl::runtime::default_interpreter_threads() == std::atoi(threads));
+    auto c = poison<float>({M, N});
+    matmul_kernel<float>()[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](tensor<float>(a, {M, K}), tensor<float>(b, {K, N}),
+                                                                        c, M, N, K, 16, 16, 16);
+    return host<float>(c);
+  };
+  auto one = run("1");
+  auto four = run("4");
+  if (saved) setenv("TILEDSL_INTERPRETER_THREADS", saved_value.c_str(), 1);
+  else unsetenv("TILEDSL_INTERPRETER_THREADS");
+  REQUIRE(std::memcmp(one.data(), four.data(), one.size() * sizeof(float)) == 0);
+  require_equal(one, dot_ref<float>(a, b, std::vector<float>(M * N, 0.0f), M, N, K));
+}
