@@ -85,12 +85,15 @@ struct Dim3 {
 // The constexpr values of a launch, by parameter name (Triton's `meta`).
 class Meta {
  public:
-  Meta(const detail::KernelImpl& k, std::span<const detail::LaunchArg> args) : k_(k), args_(args) {}
+  // `loc`: where the grid was written, which is where a bad name is reported.
+  Meta(const detail::KernelImpl& k, std::span<const detail::LaunchArg> args, SourceLoc loc = SourceLoc::current())
+      : k_(k), args_(args), loc_(loc) {}
   int64_t operator[](std::string_view name) const;
 
  private:
   const detail::KernelImpl& k_;
   std::span<const detail::LaunchArg> args_;
+  SourceLoc loc_;
 };
 
 // A fixed grid, or one computed from the constexpr values of each launch. It records where it

@@ -215,6 +215,7 @@ V max_contiguous(V v, const std::vector<int64_t>& values, const SourceLoc& loc);
 void print(const std::string& prefix, bool hex, const std::vector<V>& values, const SourceLoc& loc);
 void device_assert(V cond, const std::string& msg, const SourceLoc& loc);
 void static_check(bool cond, const std::string& msg, const SourceLoc& loc);
+[[noreturn]] void fail(const char* op, const std::string& msg, const SourceLoc& loc);
 void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc);
 void if_else(V cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn, const SourceLoc& loc);
 std::vector<int64_t> shape(V v);
@@ -350,7 +351,10 @@ class Tile : public Handle {
 #define TILEDSL_COMPOUND(OP)                                                                   \
   template <class T, class U>                                                                  \
   Tile<T>& operator OP##=(Tile<T>& a, const U& b) {                                            \
-    a = Tile<T>((a OP b).value());                                                             \
+    static_assert(std::is_same_v<decltype(a OP b), Tile<T>>,                                   \
+                  "tiledsl: x " #OP "= y would change the element type of x; convert y to "   \
+                  "x's element type first (y.to<T>())");                                       \
+    a = a OP b;                                                                                \
     return a;                                                                                  \
   }
 TILEDSL_COMPOUND(+)
@@ -424,7 +428,7 @@ Tile<T> permute(const Tile<T>& x, const std::vector<int64_t>& perm, TILEDSL_LOC)
 }
 template <class U, class T>
 Tile<U> bitcast(const Tile<T>& x, TILEDSL_LOC) {
-  static_assert(sizeof(U) == sizeof(T) || std::is_same_v<U, bool> == std::is_same_v<T, bool>,
+  static_assert(sizeof(U) == sizeof(T) && std::is_same_v<U, bool> == std::is_same_v<T, bool>,
                 "tiledsl: bitcast needs types of one bit width");
   return Tile<U>(detail::bitcast(x.value(), dtype_v<U>, loc));
 }
@@ -800,8 +804,7 @@ void range(const IntArg& lo, const IntArg& hi, const IntArg& step, Body&& body, 
   detail::for_loop(lo.v, hi.v, step.v, [&](detail::V iv) {
     if (detail::dtype(iv) == DType::i64) {
       if constexpr (std::is_invocable_v<Body, Tile<int64_t>>) body(Tile<int64_t>(iv));
-      else throw Error(std::string(loc.file_name()) + ":" + std::to_string(loc.line()) +
-                       ": error: range: the bounds are 64-bit; take the loop variable as tl::Int64");
+      else detail::fail("range", "the bounds are 64-bit; take the loop variable as tl::Int64", loc);
     } else {
       if constexpr (std::is_invocable_v<Body, Tile<int32_t>>) body(Tile<int32_t>(iv));
       else body(Tile<int64_t>(detail::cast(iv, DType::i64, loc)));

@@ -95,7 +95,9 @@ Device check_args(const KernelImpl& k, std::span<const LaunchArg> args, const So
         break;
       case ParamKind::i32:
         if (a.kind != LaunchArg::integer) bad(kind_name(p.kind));
-        if (a.i < INT32_MIN || a.i > INT32_MAX) bad("tl::Int (i32), a value that fits in 32 bits; use tl::Int64");
+        if (a.i < INT32_MIN || a.i > INT32_MAX)
+          user_error(where(loc), k.name, "launch", "argument {} ('{}') is a tl::Int (i32) but got {}, which does not fit "
+                     "in 32 bits; declare the parameter tl::Int64", i + 1, k.params[i], arg_desc(a));
         break;
       case ParamKind::i64:
       case ParamKind::constexpr_:
@@ -227,11 +229,12 @@ int64_t Meta::operator[](std::string_view name) const {
   for (size_t i = 0; i < k_.params.size(); ++i)
     if (k_.params[i] == name) {
       if (k_.specs[i].kind != ParamKind::constexpr_)
-        throw Error(fmt::format("kernel '{}': Meta[\"{}\"]: '{}' is not a tl::Constexpr parameter", k_.name, name, name));
+        user_error(where(loc_), k_.name, fmt::format("Meta[\"{}\"]", name), "'{}' is {}, not a tl::Constexpr parameter",
+                   name, kind_name(k_.specs[i].kind));
       return args_[i].i;
     }
-  throw Error(fmt::format("kernel '{}': Meta[\"{}\"]: no parameter named '{}' (parameters: {})", k_.name, name, name,
-                          fmt::join(k_.params, ", ")));
+  user_error(where(loc_), k_.name, fmt::format("Meta[\"{}\"]", name), "no parameter named '{}' (parameters: {})", name,
+             fmt::join(k_.params, ", "));
 }
 
 Kernel::Kernel(std::string name, std::vector<std::string> params, std::vector<ParamSpec> specs, detail::TraceFn fn,
@@ -253,7 +256,7 @@ Kernel::Kernel(std::string name, std::vector<std::string> params, std::vector<Pa
 void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const LaunchArg> args) const {
   KernelImpl& k = *impl_;
   Device device = check_args(k, args, g.loc());
-  Dim3 d = g.resolve(Meta(k, args));
+  Dim3 d = g.resolve(Meta(k, args, g.loc()));
   if (d.x <= 0 || d.y <= 0 || d.z <= 0)
     user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) has a dimension below 1; every dimension must be at least 1",
                d.x, d.y, d.z);

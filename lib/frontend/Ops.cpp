@@ -155,6 +155,7 @@ void device_assert(V cond, const std::string& msg, const SourceLoc& loc) { B.dev
 void static_check(bool cond, const std::string& msg, const SourceLoc& loc) {
   if (!cond) B.fail(L, "static_assert", msg.empty() ? "assertion failed" : msg);
 }
+void fail(const char* op, const std::string& msg, const SourceLoc& loc) { B.fail(L, op, msg); }
 std::vector<int64_t> shape(V v) { return v->type.shape(); }
 DType dtype(V v) { return v->type.dtype(); }
 

@@ -298,8 +298,11 @@ void Builder::store(Value* ptr, Value* v, Value* mask, const Location& loc) {
   if (!ptr->type.element().is_pointer()) fail(loc, "store", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
   if (v->type.element().is_pointer()) fail(loc, "store", fmt::format("cannot store pointers ({})", ty(v)));
   mask = conform_mask(*this, mask, ptr, loc, "store");
-  if (shape_of(v).size() > shape_of(ptr).size() ||
-      broadcast_shape(shape_of(v), shape_of(ptr), loc, "store") != shape_of(ptr))
+  const auto &vs = shape_of(v), &ps = shape_of(ptr);
+  bool fits = vs.size() <= ps.size();  // the value may broadcast to the pointers, not grow them
+  for (size_t i = 0; fits && i < vs.size(); ++i)
+    fits = vs[vs.size() - 1 - i] == ps[ps.size() - 1 - i] || vs[vs.size() - 1 - i] == 1;
+  if (!fits)
     fail(loc, "store", fmt::format("value has shape {} but pointer tile has shape {}", shape_str(shape_of(v)),
                                    shape_str(shape_of(ptr))));
   v = broadcast_to(cast(v, ptr->type.pointee().dtype(), loc), shape_of(ptr), loc, "store");

@@ -1,0 +1,514 @@
+// Error tests: a user's mistakes, each checked against its exact, complete message. Every
+// message starts with "test_errors.cpp:<line>", the line of the mistake in this file: kernel
+// bodies write MARK on the line of the faulty op (it records __LINE__), launches take their
+// line from __LINE__ on the line that writes the grid.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include <tiledsl/tiledsl.h>
+
+namespace tl = tiledsl;
+using tl::_;
+using tl::newaxis;
+
+namespace {
+int g_line = 0;
+#define MARK (g_line = __LINE__)
+
+// "test_errors.cpp:<line>: error in kernel '<kernel>': <rest>"
+std::string err(int line, const std::string& kernel, const std::string& rest) {
+  return "test_errors.cpp:" + std::to_string(line) + ": error in kernel '" + kernel + "': " + rest;
+}
+// The same, for the line MARK recorded while the kernel was traced (read after the throw).
+std::string err(const std::string& kernel, const std::string& rest) { return err(g_line, kernel, rest); }
+
+tl::Tensor f32(int n) { return tl::Tensor::rand({n}, 7); }
+}  // namespace
+
+// --- Shapes while tracing -------------------------------------------------------------------
+TEST_CASE("binary op on tiles whose shapes do not broadcast", "[error]") {
+  auto k = tl::kernel("add_shapes", {"x", "out"}, [](tl::Ptr<float> x, tl::Ptr<float> out) {
+    auto a = tl::load(x + tl::arange(0, 128));
+    auto b = tl::load(x + tl::arange(0, 64));
+    MARK; auto c = a + b;
+    tl::store(out + tl::arange(0, 128), c);
+  });
+  auto x = f32(128), out = f32(128);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out),
+                      err("add_shapes", "add: cannot broadcast shapes [128] and [64] (dimension 0: 128 vs 64)"));
+}
+
+TEST_CASE("2-D binary op with swapped dimensions", "[error]") {
+  auto k = tl::kernel("mul_shapes", {"x"}, [](tl::Ptr<float> x) {
+    auto r16 = tl::arange(0, 16), r32 = tl::arange(0, 32);
+    auto a = tl::load(x + r16(_, newaxis) * 32 + r32(newaxis, _));  // [16, 32]
+    auto b = tl::load(x + r32(_, newaxis) * 16 + r16(newaxis, _));  // [32, 16]
+    MARK; tl::store(x + r16(_, newaxis) * 32 + r32(newaxis, _), a * b);
+  });
+  auto x = f32(512);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("mul_shapes", "mul: cannot broadcast shapes [16, 32] and [32, 16] (dimension 0: 16 vs 32)"));
+}
+
+TEST_CASE("load with a mask of another shape than the pointers", "[error]") {
+  auto k = tl::kernel("load_mask", {"x", "out"}, [](tl::Ptr<float> x, tl::Ptr<float> out) {
+    auto offs = tl::arange(0, 128);
+    MARK; auto v = tl::load(x + offs, tl::arange(0, 64) < 10);
+    tl::store(out + offs, v);
+  });
+  auto x = f32(128), out = f32(128);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out), err("load_mask", "load: mask has shape [64] but pointer tile has shape [128]"));
+}
+
+TEST_CASE("store with a row mask that lacks its newaxis", "[error]") {
+  auto k = tl::kernel("store_mask", {"out", "M"}, [](tl::Ptr<float> out, tl::Int M) {
+    auto r = tl::arange(0, 16), c = tl::arange(0, 32);
+    auto ptrs = out + r(_, newaxis) * 32 + c(newaxis, _);
+    MARK; tl::store(ptrs, 1.0f, r < M);  // should be r(_, newaxis) < M
+  });
+  auto out = f32(512);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](out, 16),
+                      err("store_mask", "store: mask has shape [16] but pointer tile has shape [16, 32]"));
+}
+
+TEST_CASE("store of a value whose shape does not match the pointers", "[error]") {
+  auto k = tl::kernel("store_value", {"x", "out"}, [](tl::Ptr<float> x, tl::Ptr<float> out) {
+    auto v = tl::load(x + tl::arange(0, 64));
+    MARK; tl::store(out + tl::arange(0, 128), v);
+  });
+  auto x = f32(128), out = f32(128);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out),
+                      err("store_value", "store: value has shape [64] but pointer tile has shape [128]"));
+}
+
+TEST_CASE("dot with different inner dimensions", "[error]") {
+  auto k = tl::kernel("dot_k", {"x", "out"}, [](tl::Ptr<float> x, tl::Ptr<float> out) {
+    auto r16 = tl::arange(0, 16), r32 = tl::arange(0, 32);
+    auto a = tl::load(x + r16(_, newaxis) * 32 + r32(newaxis, _));  // [16, 32]
+    auto b = tl::load(x + r16(_, newaxis) * 16 + r16(newaxis, _));  // [16, 16]
+    MARK; auto c = tl::dot(a, b);
+    tl::store(out + r16(_, newaxis) * 16 + r16(newaxis, _), c);
+  });
+  auto x = f32(512), out = f32(256);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out),
+                      err("dot_k", "dot: inner dimensions differ: a is [16, 32] and b is [16, 16] (32 != 16)"));
+}
+
+TEST_CASE("dot of a 1-D tile", "[error]") {
+  auto k = tl::kernel("dot_rank", {"x", "out"}, [](tl::Ptr<float> x, tl::Ptr<float> out) {
+    auto r = tl::arange(0, 16);
+    auto a = tl::load(x + r);
+    auto b = tl::load(x + r(_, newaxis) * 16 + r(newaxis, _));
+    MARK; auto c = tl::dot(a, b);
+    tl::store(out + r(_, newaxis) * 16 + r(newaxis, _), c);
+  });
+  auto x = f32(256), out = f32(256);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out),
+                      err("dot_rank", "dot: operands must be 2-D tiles, got tile<16xf32> and tile<16x16xf32>"));
+}
+
+TEST_CASE("dot with an accumulator of the wrong shape", "[error]") {
+  auto k = tl::kernel("dot_acc", {"x", "out"}, [](tl::Ptr<float> x, tl::Ptr<float> out) {
+    auto r8 = tl::arange(0, 8), r16 = tl::arange(0, 16), r32 = tl::arange(0, 32);
+    auto a = tl::load(x + r16(_, newaxis) * 32 + r32(newaxis, _));  // [16, 32]
+    auto b = tl::load(x + r32(_, newaxis) * 8 + r8(newaxis, _));    // [32, 8]
+    auto acc = tl::zeros<float>({16, 16});
+    MARK; acc = tl::dot(a, b, acc);
+    tl::store(out + r16(_, newaxis) * 16 + r16(newaxis, _), acc);
+  });
+  auto x = f32(512), out = f32(256);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out),
+                      err("dot_acc", "dot: accumulator must be tile<16x8xf32> (f32, shape [M, N]), got tile<16x16xf32>"));
+}
+
+TEST_CASE("reduction over an axis the tile does not have", "[error]") {
+  auto k = tl::kernel("reduce_axis", {"x", "out", "WHICH"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Constexpr WHICH) {
+    auto r = tl::arange(0, 16), c = tl::arange(0, 32);
+    auto v = tl::load(x + r(_, newaxis) * 32 + c(newaxis, _));
+    if (WHICH == 0) { MARK; tl::store(out + c, tl::sum(v, 2)); }
+    if (WHICH == 1) { MARK; tl::store(out + c, tl::max(v, -3)); }
+    if (WHICH == 2) { MARK; tl::store(out + c, tl::argmax(v, 2).to<float>()); }
+  });
+  auto x = f32(512), out = f32(32);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out, 0),
+                      err("reduce_axis", "sum: axis 2 is out of range for a tile of shape [16, 32] (rank 2)"));
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out, 1),
+                      err("reduce_axis", "max: axis -3 is out of range for a tile of shape [16, 32] (rank 2)"));
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out, 2),
+                      err("reduce_axis", "argmax: axis 2 is out of range for a tile of shape [16, 32] (rank 2)"));
+}
+
+TEST_CASE("arange of a size that is not a power of two", "[error]") {
+  auto k = tl::kernel("arange_size", {"out"}, [](tl::Ptr<int32_t> out) {
+    MARK; auto offs = tl::arange(0, 100);
+    tl::store(out + offs, offs);
+  });
+  auto out = tl::Tensor::zeros({100}, tl::DType::i32);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](out),
+                      err("arange_size", "arange: range [0, 100) has 100 elements; tiles need a power-of-two size"));
+}
+
+TEST_CASE("zeros with a dimension that is not a power of two", "[error]") {
+  auto k = tl::kernel("zeros_shape", {"out"}, [](tl::Ptr<float> out) {
+    MARK; auto z = tl::zeros<float>({16, 12});
+    tl::store(out + tl::arange(0, 16)(_, newaxis), z);
+  });
+  auto out = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](out),
+                      err("zeros_shape", "zeros: shape [16, 12] has a dimension (12) that is not a power of two; tile "
+                                         "dimensions must be powers of two (mask the extra elements instead)"));
+}
+
+TEST_CASE("reshape to a different number of elements", "[error]") {
+  auto k = tl::kernel("reshape_count", {"x"}, [](tl::Ptr<float> x) {
+    auto v = tl::load(x + tl::arange(0, 256));
+    MARK; auto m = tl::reshape(v, {16, 8});
+    tl::store(x + tl::arange(0, 16)(_, newaxis) * 8 + tl::arange(0, 8)(newaxis, _), m);
+  });
+  auto x = f32(256);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("reshape_count", "reshape: cannot reshape [256] (256 elements) to [16, 8] (128 elements)"));
+}
+
+TEST_CASE("trans with a list that is not a permutation", "[error]") {
+  auto k = tl::kernel("trans_perm", {"x"}, [](tl::Ptr<float> x) {
+    auto r = tl::arange(0, 16), c = tl::arange(0, 32);
+    auto v = tl::load(x + r(_, newaxis) * 32 + c(newaxis, _));
+    MARK; auto t = tl::trans(v, {0, 0});
+    tl::store(x + r(_, newaxis) * 32 + c(newaxis, _), t);
+  });
+  auto x = f32(512);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("trans_perm", "trans: [0, 0] is not a permutation of the 2 dimensions of shape [16, 32]"));
+}
+
+TEST_CASE("expand_dims past the last axis", "[error]") {
+  auto k = tl::kernel("expand_axis", {"x"}, [](tl::Ptr<float> x) {
+    auto v = tl::load(x + tl::arange(0, 16));
+    MARK; auto e = tl::expand_dims(v, 3);
+    tl::store(x + tl::arange(0, 16)(_, newaxis), e);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("expand_axis", "expand_dims: axis 3 is out of range for a tile of shape [16]"));
+}
+
+// --- Values and ops while tracing -----------------------------------------------------------
+TEST_CASE("a literal that does not fit the tile's integer type", "[error]") {
+  auto k = tl::kernel("literal_range", {"x"}, [](tl::Ptr<int8_t> x) {
+    auto offs = tl::arange(0, 16);
+    auto v = tl::load(x + offs);
+    MARK; tl::store(x + offs, v + 1000);
+  });
+  auto x = tl::Tensor::zeros({16}, tl::DType::i8);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("literal_range", "constant: value 1000 does not fit in i8"));
+}
+
+TEST_CASE("full with a value the element type cannot hold", "[error]") {
+  auto k = tl::kernel("full_range", {"x"}, [](tl::Ptr<uint8_t> x) {
+    MARK; tl::store(x + tl::arange(0, 16), tl::full<uint8_t>({16}, -1));
+  });
+  auto x = tl::Tensor::zeros({16}, tl::DType::u8);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("full_range", "constant: value -1 does not fit in u8"));
+}
+
+TEST_CASE("program_id of an axis that does not exist", "[error]") {
+  auto k = tl::kernel("pid_axis", {"x"}, [](tl::Ptr<float> x) {
+    MARK; auto pid = tl::program_id(3);
+    tl::store(x + pid, 1.0f);
+  });
+  auto x = f32(4);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("pid_axis", "program_id: axis must be 0, 1 or 2, got 3"));
+}
+
+TEST_CASE("atomic_add on 8-bit memory", "[error]") {
+  auto k = tl::kernel("atomic_i8", {"x"}, [](tl::Ptr<int8_t> x) {
+    MARK; tl::atomic_add(x + tl::arange(0, 16), 1);
+  });
+  auto x = tl::Tensor::zeros({16}, tl::DType::i8);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("atomic_i8", "atomic_add: unsupported element type i8 (atomics need 16, 32 or 64 bits)"));
+}
+
+TEST_CASE("make_block_ptr with lists of different lengths", "[error]") {
+  auto k = tl::kernel("block_rank", {"x", "M", "N"}, [](tl::Ptr<float> x, tl::Int M, tl::Int N) {
+    MARK; auto bp = tl::make_block_ptr(x, {M, N}, {N, 1}, {0}, {16, 16}, {1, 0});
+    tl::store(bp, tl::zeros<float>({16, 16}));
+  });
+  auto x = f32(256);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, 16, 16),
+                      err("block_rank", "make_block_ptr: shape, strides, offsets, block_shape and order need one entry "
+                                        "per dimension; got 2, 2, 1, 2 and 2"));
+}
+
+TEST_CASE("block pointer boundary check of a dimension the block does not have", "[error]") {
+  auto k = tl::kernel("block_check", {"x", "M", "N"}, [](tl::Ptr<float> x, tl::Int M, tl::Int N) {
+    auto bp = tl::make_block_ptr(x, {M, N}, {N, 1}, {0, 0}, {16, 16}, {1, 0});
+    MARK; auto v = tl::load(bp, {0, 2});
+    tl::store(bp, v + 1.0f);
+  });
+  auto x = f32(256);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, 16, 16),
+                      err("block_check", "load: boundary_check dimension 2 is out of range for a block of rank 2"));
+}
+
+TEST_CASE("static_assert_ on a constexpr that fails", "[error]") {
+  auto k = tl::kernel("static_check", {"x", "BLOCK"}, [](tl::Ptr<float> x, tl::Constexpr BLOCK) {
+    MARK; tl::static_assert_(BLOCK % 32 == 0, "BLOCK must be a multiple of 32");
+    tl::store(x + tl::arange(0, BLOCK), 0.0f);
+  });
+  auto k2 = tl::kernel("static_check2", {"x", "BLOCK"}, [](tl::Ptr<float> x, tl::Constexpr BLOCK) {
+    MARK; tl::static_assert_(BLOCK >= 64);
+    tl::store(x + tl::arange(0, BLOCK), 0.0f);
+  });
+  auto x = f32(64);
+  REQUIRE_NOTHROW(k[tl::grid(1)](x, 64));
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, 16), err("static_check", "static_assert: BLOCK must be a multiple of 32"));
+  REQUIRE_THROWS_WITH(k2[tl::grid(1)](x, 32), err("static_check2", "static_assert: assertion failed"));
+}
+
+// --- Control flow while tracing -------------------------------------------------------------
+TEST_CASE("a loop-carried variable that changes shape in tl::range", "[error]") {
+  auto k = tl::kernel("loop_shape", {"x"}, [](tl::Ptr<float> x) {
+    auto acc = tl::zeros<float>({16});
+    MARK; tl::range(0, 4, [&](tl::Int i) { acc = tl::load(x + i * 32 + tl::arange(0, 32)); });
+    tl::store(x + tl::arange(0, 16), acc);
+  });
+  auto x = f32(128);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("loop_shape", "range: a variable assigned in the loop body changes type from tile<16xf32> to "
+                                        "tile<32xf32>; loop-carried variables must keep their element type and shape"));
+}
+
+TEST_CASE("a variable that changes type in tl::if_", "[error]") {
+  auto k = tl::kernel("if_type", {"x"}, [](tl::Ptr<float> x) {
+    tl::Float s = 0.0f;
+    MARK; tl::if_(tl::program_id(0) == 0, [&] { s = tl::load(x + tl::arange(0, 16)); });
+    tl::store(x + tl::arange(0, 16), s);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("if_type", "if_: a variable assigned in a branch changes type from f32 to tile<16xf32>; "
+                                     "variables assigned under if_ must keep their element type and shape"));
+}
+
+TEST_CASE("tl::if_ on a tile instead of a scalar", "[error]") {
+  auto k = tl::kernel("if_tile", {"x"}, [](tl::Ptr<float> x) {
+    auto offs = tl::arange(0, 16);
+    auto v = tl::load(x + offs);
+    MARK; tl::if_(v > 0, [&] { v = v * 2; });
+    tl::store(x + offs, v);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("if_tile", "if_: condition must be a boolean scalar, got tile<16xi1>"));
+}
+
+TEST_CASE("tl::range with a tile as its bound", "[error]") {
+  auto k = tl::kernel("range_tile", {"x"}, [](tl::Ptr<float> x) {
+    auto offs = tl::arange(0, 16);
+    auto acc = tl::zeros<float>({16});
+    MARK; tl::range(0, offs, [&](tl::Int) { acc = acc + 1.0f; });
+    tl::store(x + offs, acc);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("range_tile", "range: bounds and step must be integer scalars, got tile<16xi32>"));
+}
+
+TEST_CASE("tl::range with 64-bit bounds and a 32-bit loop variable", "[error]") {
+  auto k = tl::kernel("range_i64", {"x", "n"}, [](tl::Ptr<float> x, tl::Int64 n) {
+    tl::Float acc = 0.0f;
+    MARK; tl::range(0, n, [&](tl::Int i) { acc = acc + tl::load(x + i); });
+    tl::store(x, acc);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, 16),
+                      err("range_i64", "range: the bounds are 64-bit; take the loop variable as tl::Int64"));
+}
+
+TEST_CASE("tiledsl ops called outside a kernel", "[error]") {
+  const int line = __LINE__; REQUIRE_THROWS_WITH(tl::arange(0, 16), "test_errors.cpp:" + std::to_string(line) +
+      ": error: tiledsl ops can only be called inside a kernel body while it is traced");
+  auto literal = [] { tl::Float f = 1.0f; return f.rank(); }; const int line2 = __LINE__;
+  REQUIRE_THROWS_WITH(literal(), "test_errors.cpp:" + std::to_string(line2) +
+      ": error: tiledsl ops can only be called inside a kernel body while it is traced");
+}
+
+// --- Kernel definitions and launches --------------------------------------------------------
+namespace {
+auto copy_kernel() {
+  return tl::kernel("copy", {"x", "out", "n", "BLOCK"},
+                    [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                      tl::store(out + offs, tl::load(x + offs, offs < n), offs < n);
+                    });
+}
+}  // namespace
+
+TEST_CASE("kernel parameter names that do not match the lambda", "[error]") {
+  auto define = [] {
+    MARK; return tl::kernel("names", {"x", "out", "n"}, [](tl::Ptr<float>, tl::Ptr<float>, tl::Int, tl::Constexpr) {});
+  };
+  REQUIRE_THROWS_WITH(define(), err("names", "kernel: 3 parameter names (x, out, n) for a lambda of 4 parameters"));
+  auto twice = [] {
+    MARK; return tl::kernel("twice", {"x", "x"}, [](tl::Ptr<float>, tl::Ptr<float>) {});
+  };
+  REQUIRE_THROWS_WITH(twice(), err("twice", "kernel: parameter name 'x' appears twice"));
+}
+
+TEST_CASE("launch with the wrong number of arguments", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000), out = f32(1000);
+  auto launch = [&] { k[tl::grid(4)](x, out, 1000); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: expects 4 arguments (x, out, n, BLOCK) but got 3"));
+}
+
+TEST_CASE("launch with a tensor of the wrong dtype", "[error]") {
+  auto k = copy_kernel();
+  auto x = tl::Tensor::zeros({1000}, tl::DType::f16), out = f32(1000);
+  auto launch = [&] { k[tl::grid(4)](x, out, 1000, 256); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: argument 1 ('x') expects a tensor of f32 (tl::Ptr<f32>), "
+                                                  "got a tensor of f16"));
+}
+
+TEST_CASE("launch with an empty tensor", "[error]") {
+  auto k = copy_kernel();
+  tl::Tensor x;
+  auto out = f32(1000);
+  auto launch = [&] { k[tl::grid(4)](x, out, 1000, 256); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: argument 1 ('x') expects a tensor of f32 (tl::Ptr<f32>), "
+                                                  "got an empty tensor"));
+}
+
+TEST_CASE("launch with a tensor where tl::Int is expected", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000), out = f32(1000);
+  auto launch = [&] { k[tl::grid(4)](x, out, x, 256); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: argument 3 ('n') expects tl::Int (i32), got a tensor of f32"));
+}
+
+TEST_CASE("launch with an integer too large for tl::Int", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000), out = f32(1000);
+  auto launch = [&] { k[tl::grid(4)](x, out, int64_t{3000000000}, 256); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: argument 3 ('n') is a tl::Int (i32) but got the integer "
+                                                  "3000000000, which does not fit in 32 bits; declare the parameter tl::Int64"));
+}
+
+TEST_CASE("launch on a grid with a zero dimension", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000), out = f32(1000);
+  auto launch = [&] { k[tl::grid(0)](x, out, 1000, 256); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: grid (0, 1, 1) has a dimension below 1; every dimension must "
+                                                  "be at least 1"));
+}
+
+TEST_CASE("launch on a negative grid computed from the constexprs", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000), out = f32(1000);
+  auto launch = [&] { k[tl::grid([](const tl::Meta& m) { return tl::Dim3(4, 10 - m["BLOCK"]); })](x, out, 1000, 13); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: grid (4, -3, 1) has a dimension below 1; every dimension "
+                                                  "must be at least 1"));
+}
+
+TEST_CASE("Meta[] of an unknown or non-constexpr parameter", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000), out = f32(1000);
+  auto unknown = [&] { k[tl::grid([](const tl::Meta& m) { return tl::cdiv(1000, m["BLOK"]); })](x, out, 1000, 256); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(unknown(), err(line, "copy", "Meta[\"BLOK\"]: no parameter named 'BLOK' (parameters: x, out, n, BLOCK)"));
+  auto runtime = [&] { k[tl::grid([](const tl::Meta& m) { return tl::cdiv(m["n"], 256); })](x, out, 1000, 256); }; const int line2 = __LINE__;
+  REQUIRE_THROWS_WITH(runtime(), err(line2, "copy", "Meta[\"n\"]: 'n' is tl::Int (i32), not a tl::Constexpr parameter"));
+}
+
+TEST_CASE("launch with num_warps that is not a power of two", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000), out = f32(1000);
+  tl::LaunchOptions o;
+  o.num_warps = 3;
+  auto launch = [&] { k[tl::grid(4)].options(o)(x, out, 1000, 256); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: num_warps must be a power of two from 1 to 32, got 3"));
+}
+
+// --- While running --------------------------------------------------------------------------
+TEST_CASE("out-of-bounds load: the mask was forgotten", "[error]") {
+  auto k = tl::kernel("oob_load", {"x", "out", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        MARK; auto v = tl::load(x + offs);
+                        tl::store(out + offs, v, offs < n);
+                      });
+  auto x = f32(1000), out = f32(1000);
+  REQUIRE_THROWS_WITH(k[tl::grid(4)](x, out, 1000, 256),
+                      err("oob_load", "load: out-of-bounds access at index [232] of the tile: element 1000 of argument "
+                                      "'x', which holds 1000 f32 elements (program (3, 0, 0))"));
+}
+
+TEST_CASE("out-of-bounds store: an off-by-one mask", "[error]") {
+  auto k = tl::kernel("oob_store", {"x", "out", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto v = tl::load(x + offs, offs < n);
+                        MARK; tl::store(out + offs, v, offs <= n);
+                      });
+  auto x = f32(1000), out = tl::Tensor::zeros({1000}, tl::DType::i32);
+  auto outf = f32(1000);
+  REQUIRE_THROWS_WITH(k[tl::grid(4)](x, outf, 1000, 256),
+                      err("oob_store", "store: out-of-bounds access at index [232] of the tile: element 1000 of argument "
+                                       "'out', which holds 1000 f32 elements (program (3, 0, 0))"));
+}
+
+TEST_CASE("out-of-bounds 2-D load names the element's tile index", "[error]") {
+  auto k = tl::kernel("oob_2d", {"x", "out", "M", "N"}, [](tl::Ptr<int16_t> x, tl::Ptr<int16_t> out, tl::Int M, tl::Int N) {
+    auto r = tl::arange(0, 8), c = tl::arange(0, 8);
+    auto mask = r(_, newaxis) < M;  // the column mask is missing
+    MARK; auto v = tl::load(x + r(_, newaxis) * N + c(newaxis, _), mask);
+    tl::store(out + r(_, newaxis) * 8 + c(newaxis, _), v);
+  });
+  auto x = tl::Tensor::zeros({7, 6}, tl::DType::i16), out = tl::Tensor::zeros({8, 8}, tl::DType::i16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out, 7, 6),
+                      err("oob_2d", "load: out-of-bounds access at index [6, 6] of the tile: element 42 of argument "
+                                    "'x', which holds 42 i16 elements (program (0, 0, 0))"));
+}
+
+TEST_CASE("device_assert that fails", "[error]") {
+  auto k = tl::kernel("checked", {"x", "n", "BLOCK"}, [](tl::Ptr<float> x, tl::Int n, tl::Constexpr BLOCK) {
+    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+    auto v = tl::load(x + offs, offs < n, 0.0f);
+    MARK; tl::device_assert(v >= 0, "x must be non-negative");
+  });
+  std::vector<float> data(1000, 1.0f);
+  data[517] = -2.0f;
+  auto x = tl::Tensor::from_host(data);
+  REQUIRE_NOTHROW(k[tl::grid(2)](x, 500, 256));
+  REQUIRE_THROWS_WITH(k[tl::grid(4)](x, 1000, 256),
+                      err("checked", "assert: device_assert failed at index [5]: x must be non-negative (program (2, 0, 0))"));
+}
+
+TEST_CASE("integer division by zero", "[error]") {
+  auto k = tl::kernel("divide", {"x", "y", "out", "REM"},
+                      [](tl::Ptr<int32_t> x, tl::Ptr<int32_t> y, tl::Ptr<int32_t> out, tl::Constexpr REM) {
+                        auto offs = tl::arange(0, 16);
+                        auto a = tl::load(x + offs), b = tl::load(y + offs);
+                        if (REM) { MARK; tl::store(out + offs, a % b); }
+                        else { MARK; tl::store(out + offs, a / b); }
+                      });
+  std::vector<int32_t> ys(16, 3);
+  ys[3] = 0;
+  auto x = tl::Tensor::full({16}, 7, tl::DType::i32), y = tl::Tensor::from_host(ys), out = tl::Tensor::zeros({16}, tl::DType::i32);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, y, out, 0),
+                      err("divide", "div: integer division by zero at index [3] (program (0, 0, 0))"));
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, y, out, 1),
+                      err("divide", "rem: integer division by zero at index [3] (program (0, 0, 0))"));
+}
+
+TEST_CASE("a loop whose step is zero or negative", "[error]") {
+  auto k = tl::kernel("stepped", {"x", "n", "step"}, [](tl::Ptr<float> x, tl::Int n, tl::Int step) {
+    tl::Float acc = 0.0f;
+    MARK; tl::range(0, n, step, [&](tl::Int i) { acc = acc + tl::load(x + i); });
+    tl::store(x, acc);
+  });
+  auto x = f32(16);
+  REQUIRE_NOTHROW(k[tl::grid(1)](x, 16, 3));
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, 16, 0), err("stepped", "for: step must be positive, got 0 (program (0, 0, 0))"));
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, 16, -2), err("stepped", "for: step must be positive, got -2 (program (0, 0, 0))"));
+}
