@@ -44,10 +44,13 @@ inline double max_rel_error(const std::vector<double>& got, const std::vector<do
   return e;
 }
 
+// Where the example's tensors, and so its kernels, run.
+inline const char* backend() { return tiledsl::default_device() == tiledsl::Device::cuda ? "gpu" : "interpreter"; }
+
 // Prints the report line and returns the process exit code.
 inline int report(const std::string& name, double max_err, double tol) {
   bool ok = max_err <= tol;
-  std::printf("%-22s %-12s max_err=%-10.3g %s\n", name.c_str(), "interpreter", max_err, ok ? "OK" : "FAIL");
+  std::printf("%-22s %-12s max_err=%-10.3g %s\n", name.c_str(), backend(), max_err, ok ? "OK" : "FAIL");
   return ok ? 0 : 1;
 }
 
@@ -55,7 +58,7 @@ inline int run(const std::string& name, int (*body)()) {
   try {
     return body();
   } catch (const std::exception& e) {
-    std::printf("%-22s %-12s %s\nerror: %s\n", name.c_str(), "interpreter", "FAIL", e.what());
+    std::printf("%-22s %-12s %s\nerror: %s\n", name.c_str(), "-", "FAIL", e.what());
     return 1;
   }
 }

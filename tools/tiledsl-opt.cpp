@@ -1,5 +1,5 @@
-// tiledsl-opt: reads tile IR text (a file or stdin), verifies it and prints it back.
-// The lit tests run it; later passes will be selectable by name.
+// tiledsl-opt: reads tile IR text (a file or stdin), verifies it, runs the passes asked for
+// and prints the IR, or the LLVM IR / PTX it compiles to. The lit tests run it.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -8,19 +8,49 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "passes/AssignLayouts.h"
+#ifdef TILEDSL_ENABLE_CODEGEN
+#include "codegen/Codegen.h"
+#include "passes/Pipeline.h"
+#endif
+
+namespace {
+const char* kUsage =
+    "usage: tiledsl-opt [options] [file]\n"
+    "Parses tile IR, verifies it and prints it in canonical form.\n"
+    "  --no-locations     do not print loc(...) on ops\n"
+    "  --no-verify        do not run the verifier on the input\n"
+    "  --assign-layouts   give every tile a layout (passes/AssignLayouts.h)\n"
+    "  --num-warps=N      warps per program for layouts and codegen (default 4)\n"
+    "  --emit=llvm|ptx    run the pass pipeline and print LLVM IR (after O3) or PTX\n"
+    "  --arch=sm_80|sm_90 the GPU to compile for (default sm_80)\n";
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+}  // namespace
 
 int main(int argc, char** argv) {
-  std::string path;
-  bool locations = true, verify = true;
+  std::string path, emit, arch = "sm_80";
+  bool locations = true, verify = true, layouts = false;
+  int num_warps = 4;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--no-locations") locations = false;
     else if (a == "--no-verify") verify = false;
+    else if (a == "--assign-layouts") layouts = true;
+    else if (starts_with(a, "--num-warps=")) num_warps = std::stoi(a.substr(12));
+    else if (starts_with(a, "--emit=")) emit = a.substr(7);
+    else if (starts_with(a, "--arch=")) arch = a.substr(7);
     else if (a == "-h" || a == "--help") {
-      std::cout << "usage: tiledsl-opt [--no-locations] [--no-verify] [file]\n"
-                   "Parses tile IR, verifies it and prints it in canonical form.\n";
+      std::cout << kUsage;
       return 0;
+    } else if (starts_with(a, "--")) {
+      std::cerr << "tiledsl-opt: unknown option " << a << "\n" << kUsage;
+      return 2;
     } else path = a;
+  }
+  if (!emit.empty() && emit != "llvm" && emit != "ptx") {
+    std::cerr << "tiledsl-opt: --emit takes llvm or ptx\n";
+    return 2;
   }
   std::stringstream text;
   if (path.empty() || path == "-") text << std::cin.rdbuf();
@@ -35,6 +65,21 @@ int main(int argc, char** argv) {
   try {
     auto f = tiledsl::ir::parse(text.str());
     if (verify) tiledsl::ir::verify(*f);
+    if (!emit.empty()) {
+#ifdef TILEDSL_ENABLE_CODEGEN
+      tiledsl::passes::run_pipeline(*f, {num_warps, {}});
+      tiledsl::codegen::CompileOptions opts{arch, num_warps};
+      std::cout << (emit == "llvm" ? tiledsl::codegen::emit_llvm_ir(*f, opts) : tiledsl::codegen::compile_to_ptx(*f, opts));
+      return 0;
+#else
+      std::cerr << "tiledsl-opt: built without GPU code generation (TILEDSL_ENABLE_CODEGEN=OFF)\n";
+      return 2;
+#endif
+    }
+    if (layouts) {
+      tiledsl::passes::assign_layouts(*f, num_warps);
+      tiledsl::ir::verify(*f);
+    }
     std::cout << tiledsl::ir::print(*f, {locations});
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";

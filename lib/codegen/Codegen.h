@@ -1,0 +1,24 @@
+// Lowering of layout-assigned tile IR to LLVM IR for NVPTX, and PTX emission. This header is
+// free of LLVM types: callers outside lib/codegen never see LLVM.
+#pragma once
+
+#include <string>
+
+#include "ir/IR.h"
+
+namespace tiledsl::codegen {
+
+struct CompileOptions {
+  std::string arch = "sm_80";  // sm_80 or sm_90 (sm_90a accepted)
+  int num_warps = 4;
+};
+
+// The kernel as textual LLVM IR (after optimisation at O3), for dumps and tests. `f` must
+// carry layouts (passes::assign_layouts with the same num_warps).
+std::string emit_llvm_ir(const ir::Function& f, const CompileOptions& opts);
+
+// The kernel as PTX: lower, link libdevice when a math function needs it, optimise at O3,
+// verify, and emit with LLVM's NVPTX backend. Throws tiledsl::Error on an unsupported op.
+std::string compile_to_ptx(const ir::Function& f, const CompileOptions& opts);
+
+}  // namespace tiledsl::codegen

@@ -1,0 +1,130 @@
+// The NVPTX end of code generation: libdevice linking, the target machine, O3, verification
+// and PTX emission. LLVM reports problems through return values here; they become
+// tiledsl::Error in our frames only.
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <cstdlib>
+#include <fmt/format.h>
+#include <mutex>
+
+#include "codegen/Codegen.h"
+#include "codegen/Lower.h"
+#include "tiledsl/error.h"
+
+namespace tiledsl::codegen {
+
+namespace {
+constexpr const char* kTriple = "nvptx64-nvidia-cuda";
+
+std::string libdevice_path() {
+  if (const char* p = std::getenv("TILEDSL_LIBDEVICE")) return p;
+  if (const char* cuda = std::getenv("CUDA_HOME")) return std::string(cuda) + "/nvvm/libdevice/libdevice.10.bc";
+  return "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+}
+
+std::unique_ptr<llvm::TargetMachine> target_machine(const CompileOptions& opts) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  if (opts.arch != "sm_80" && opts.arch != "sm_90" && opts.arch != "sm_90a")
+    throw Error(fmt::format("codegen: unsupported arch '{}' (expected sm_80, sm_90 or sm_90a)", opts.arch));
+  std::string err;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, err);
+  if (!t) throw Error("codegen: NVPTX target unavailable: " + err);
+  llvm::TargetOptions to;
+  to.AllowFPOpFusion = llvm::FPOpFusion::Standard;
+  // PTX 7.8 is the newest ISA LLVM 19 emits for sm_90; sm_90a needs 8.0.
+  std::string features = opts.arch == "sm_90a" ? "+ptx80" : "+ptx78";
+  return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(kTriple, opts.arch, features, to, std::nullopt,
+                                                                     std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+void verify(const llvm::Module& m, const char* when) {
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (llvm::verifyModule(m, &os)) throw Error(fmt::format("codegen: invalid LLVM IR {}: {}", when, msg));
+}
+
+void link_libdevice(llvm::Module& m) {
+  bool needed = false;
+  for (const llvm::Function& fn : m.functions()) needed |= fn.isDeclaration() && fn.getName().starts_with("__nv_");
+  if (!needed) return;
+  std::string path = libdevice_path();
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf) throw Error(fmt::format("codegen: cannot read libdevice at {} (set TILEDSL_LIBDEVICE)", path));
+  auto lib = llvm::parseBitcodeFile((*buf)->getMemBufferRef(), m.getContext());
+  if (!lib) {
+    std::string msg = llvm::toString(lib.takeError());
+    throw Error(fmt::format("codegen: cannot parse libdevice {}: {}", path, msg));
+  }
+  (*lib)->setTargetTriple(m.getTargetTriple());
+  (*lib)->setDataLayout(m.getDataLayout());
+  if (llvm::Linker::linkModules(m, std::move(*lib), llvm::Linker::LinkOnlyNeeded))
+    throw Error("codegen: linking libdevice failed");
+  // Only the kernel is visible: O3 inlines and drops the rest.
+  for (llvm::Function& fn : m.functions())
+    if (!fn.isDeclaration() && fn.getCallingConv() != llvm::CallingConv::PTX_Kernel && fn.getName().starts_with("__nv_"))
+      fn.setLinkage(llvm::GlobalValue::InternalLinkage);
+  m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
+}
+
+std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts,
+                                    llvm::TargetMachine& tm) {
+  auto m = lower_to_llvm(f, ctx, opts);
+  m->setTargetTriple(kTriple);
+  m->setDataLayout(tm.createDataLayout());
+  verify(*m, "after lowering");
+  link_libdevice(*m);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(*m, mam);
+  verify(*m, "after optimisation");
+  return m;
+}
+}  // namespace
+
+std::string emit_llvm_ir(const ir::Function& f, const CompileOptions& opts) {
+  llvm::LLVMContext ctx;
+  auto tm = target_machine(opts);
+  auto m = build(f, ctx, opts, *tm);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m->print(os, nullptr);
+  return s;
+}
+
+std::string compile_to_ptx(const ir::Function& f, const CompileOptions& opts) {
+  llvm::LLVMContext ctx;
+  auto tm = target_machine(opts);
+  auto m = build(f, ctx, opts, *tm);
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw Error("codegen: the NVPTX target cannot emit assembly");
+  pm.run(*m);
+  return std::string(ptx.str());
+}
+
+}  // namespace tiledsl::codegen

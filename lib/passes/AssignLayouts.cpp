@@ -1,0 +1,265 @@
+#include "passes/AssignLayouts.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "passes/AxisInfo.h"
+#include "passes/Layouts.h"
+#include "support/Error.h"
+
+namespace tiledsl::passes {
+
+namespace {
+using ir::Block;
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+using Layout = const DistributedLayout*;
+
+bool is_tile(const Value* v) { return v->type.is_tile(); }
+
+// Positions at which `to` inserts unit dimensions into `from`, or nothing when the reshape
+// does more than insert unit dimensions.
+std::optional<std::vector<int>> inserted_unit_dims(const Shape& from, const Shape& to) {
+  std::vector<int> at;
+  size_t j = 0;
+  for (size_t d = 0; d < to.size(); ++d) {
+    if (j < from.size() && from[j] == to[d]) ++j;
+    else if (to[d] == 1) at.push_back(static_cast<int>(d));
+    else return std::nullopt;
+  }
+  if (j != from.size()) return std::nullopt;
+  return at;
+}
+
+class Assigner {
+ public:
+  Assigner(ir::Function& f, int num_warps) : f_(f), num_warps_(num_warps), info_(analyze_axes(f)) {}
+
+  void run() {
+    // Loads produce their anchor layout whatever their users want.
+    ir::walk(f_.body, [&](const Op* op) {
+      if (op->kind == OpKind::Load && is_tile(op->result())) layout_[op->result()] = anchor(*op);
+    });
+    block(f_.body);
+    materialize();
+  }
+
+ private:
+  Layout fallback(const Value* v) const { return default_blocked(v->type.shape(), num_warps_); }
+  Layout anchor(const Op& op) const {
+    return default_blocked(op.operands[0]->type.shape(), num_warps_, memory_vector_width(op, info_));
+  }
+
+  // The layout `v` has, deciding it from `wanted` when nothing decided it yet.
+  Layout decide(const Value* v, Layout wanted) {
+    auto [it, inserted] = layout_.try_emplace(v, wanted);
+    return it->second;
+  }
+  // Operand `i` of `user` is wanted in layout `l`.
+  void want(Op* user, size_t i, Layout l) {
+    const Value* v = user->operands[i];
+    if (!is_tile(v)) return;
+    if (decide(v, l) != l) operand_conversions_.push_back({user, i, l});
+  }
+  // Result `i` of `op` is produced in `natural`; users that were given another layout read a
+  // conversion of it.
+  Layout produce(Op* op, size_t i, Layout natural) {
+    Value* r = op->result(i);
+    Layout has = decide(r, natural);
+    if (has != natural) {
+      result_conversions_.push_back({op, i, has});
+      layout_[r] = natural;
+    }
+    return natural;
+  }
+  Layout result_layout(Op* op, size_t i) { return decide(op->result(i), fallback(op->result(i))); }
+
+  void block(Block& b) {
+    for (size_t k = b.ops.size(); k-- > 0;) visit(*b.ops[k]);
+  }
+
+  void visit(Op& op) {
+    switch (op.kind) {
+      case OpKind::Reduce:
+      case OpKind::Scan: return visit_combine(op);
+      case OpKind::For: {
+        Block& body = *op.regions[0];
+        for (size_t i = 0; i < op.results.size(); ++i) {
+          if (!is_tile(op.result(i))) continue;
+          Layout l = result_layout(&op, i);
+          layout_[body.args[i + 1].get()] = l;
+          want(&op, 3 + i, l);
+        }
+        return block(body);
+      }
+      case OpKind::If:
+        for (size_t i = 0; i < op.results.size(); ++i)
+          if (is_tile(op.result(i))) result_layout(&op, i);
+        for (auto& r : op.regions) block(*r);
+        return;
+      case OpKind::Yield: {
+        Op* parent = op.parent ? op.parent->parent : nullptr;
+        if (!parent || parent->kind == OpKind::Reduce || parent->kind == OpKind::Scan) return;
+        for (size_t i = 0; i < op.operands.size(); ++i) {
+          if (!is_tile(op.operands[i])) continue;
+          want(&op, i, parent->kind == OpKind::For ? layout_.at(op.parent->args[i + 1].get())
+                                                   : layout_.at(parent->result(i)));
+        }
+        return;
+      }
+      case OpKind::Store:
+      case OpKind::Load: {
+        if (!is_tile(op.operands[0])) return;
+        Layout a = anchor(op);
+        for (size_t i = 0; i < op.operands.size(); ++i) want(&op, i, a);
+        return;
+      }
+      case OpKind::Dot: {
+        Layout r = result_layout(&op, 0);
+        // The FMA lowering reads a and b through shared memory: any layout will do.
+        decide(op.operands[0], fallback(op.operands[0]));
+        decide(op.operands[1], fallback(op.operands[1]));
+        want(&op, 2, r);
+        return;
+      }
+      case OpKind::ExpandDims: {
+        if (!is_tile(op.result())) return;
+        Layout r = result_layout(&op, 0);
+        want(&op, 0, SliceLayout::get(r, static_cast<int>(op.attr_int("axis"))));
+        return;
+      }
+      case OpKind::Reshape: {
+        if (!is_tile(op.result()) || !is_tile(op.operands[0])) return;
+        Layout r = result_layout(&op, 0);
+        if (auto at = inserted_unit_dims(op.operands[0]->type.shape(), op.result()->type.shape())) {
+          for (size_t k = at->size(); k-- > 0;) r = SliceLayout::get(r, (*at)[k]);
+          want(&op, 0, r);
+        } else {
+          want(&op, 0, decide(op.operands[0], fallback(op.operands[0])));  // lowered through shared memory
+        }
+        return;
+      }
+      case OpKind::Trans:
+        if (is_tile(op.result())) result_layout(&op, 0);
+        if (is_tile(op.operands[0])) decide(op.operands[0], fallback(op.operands[0]));
+        return;
+      default: break;
+    }
+    // Elementwise ops, splats, aranges, hints, broadcasts, atomics, philox: operands and results
+    // share one layout (a broadcast keeps its layout: a blocked layout fits any shape of its rank).
+    Layout r = nullptr;
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      if (!is_tile(op.result(i))) continue;
+      if (!r) r = result_layout(&op, i);
+      else produce(&op, i, r);
+    }
+    if (!r) {
+      for (const Value* v : op.operands)
+        if (is_tile(v)) {
+          r = decide(v, fallback(v));
+          break;
+        }
+    }
+    if (op.kind == OpKind::Splat) return;
+    for (size_t i = 0; i < op.operands.size(); ++i) want(&op, i, r);
+  }
+
+  void visit_combine(Op& op) {
+    int axis = static_cast<int>(op.attr_int("axis"));
+    bool reduce = op.kind == OpKind::Reduce;
+    Layout in = nullptr;
+    if (reduce && is_tile(op.result(0))) {
+      Layout r = result_layout(&op, 0);
+      const auto* s = dynamic_cast<const SliceLayout*>(r);
+      if (s && s->dim() == axis) in = s->parent();
+    } else if (!reduce) {
+      in = result_layout(&op, 0);
+    }
+    if (!in) in = decide(op.operands[0], fallback(op.operands[0]));
+    Layout out = reduce ? SliceLayout::get(in, axis) : in;
+    for (size_t i = 0; i < op.results.size(); ++i)
+      if (is_tile(op.result(i))) produce(&op, i, out);
+    for (size_t i = 0; i < op.operands.size(); ++i) want(&op, i, in);
+  }
+
+  ir::Type typed(const Value* v) const {
+    auto it = layout_.find(v);
+    Layout l = it != layout_.end() ? it->second : default_blocked(v->type.shape(), num_warps_);
+    return ir::Type::tile(v->type.shape(), v->type.element(), l);
+  }
+
+  // Inserts `op` into `b` before position `at`.
+  static Op* insert(Block& b, size_t at, std::unique_ptr<Op> op) {
+    op->parent = &b;
+    return b.ops.insert(b.ops.begin() + static_cast<long>(at), std::move(op))->get();
+  }
+  static size_t position(const Op* op) {
+    const Block& b = *op->parent;
+    for (size_t k = 0; k < b.ops.size(); ++k)
+      if (b.ops[k].get() == op) return k;
+    TILEDSL_CHECK(false, "op not in its block");
+    return 0;
+  }
+  static std::unique_ptr<Op> convert(Value* v, ir::Type to, const ir::Location& loc) {
+    auto c = std::make_unique<Op>();
+    c->kind = OpKind::ConvertLayout;
+    c->operands = {v};
+    c->loc = loc;
+    c->add_result(to);
+    return c;
+  }
+
+  void materialize() {
+    // Types first: every tile value gets its layout.
+    std::vector<Value*> values;
+    ir::walk(f_.body, [&](const Op* op) {
+      for (const auto& r : op->results) values.push_back(r.get());
+      for (const auto& region : op->regions)
+        for (const auto& a : region->args) values.push_back(a.get());
+    });
+    for (Value* v : values)
+      if (is_tile(v)) v->type = typed(v);
+    // A result read in another layout than it is produced in: convert once after the op.
+    for (const auto& c : result_conversions_) {
+      Value* r = c.op->result(c.index);
+      Op* conv = insert(*c.op->parent, position(c.op) + 1,
+                        convert(r, ir::Type::tile(r->type.shape(), r->type.element(), c.to), c.op->loc));
+      Value* nv = conv->result();
+      ir::walk(f_.body, [&](const Op* user) {
+        if (user == conv) return;
+        for (auto& operand : const_cast<Op*>(user)->operands)
+          if (operand == r) operand = nv;
+      });
+    }
+    // An operand wanted in another layout than its value has: convert before the user.
+    for (const auto& c : operand_conversions_) {
+      Value* v = c.op->operands[c.index];
+      if (layout_of(v->type) == c.to) continue;
+      Op* conv = insert(*c.op->parent, position(c.op),
+                        convert(v, ir::Type::tile(v->type.shape(), v->type.element(), c.to), c.op->loc));
+      c.op->operands[c.index] = conv->result();
+    }
+    f_.number_values();
+  }
+
+  struct Conversion {
+    Op* op;
+    size_t index;
+    Layout to;
+  };
+
+  ir::Function& f_;
+  int num_warps_;
+  AxisInfoMap info_;
+  std::unordered_map<const Value*, Layout> layout_;
+  std::vector<Conversion> operand_conversions_, result_conversions_;
+};
+}  // namespace
+
+void assign_layouts(ir::Function& f, int num_warps) {
+  TILEDSL_CHECK(num_warps > 0 && (num_warps & (num_warps - 1)) == 0, "num_warps must be a power of two");
+  Assigner(f, num_warps).run();
+}
+
+}  // namespace tiledsl::passes

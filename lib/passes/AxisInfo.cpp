@@ -1,0 +1,216 @@
+#include "passes/AxisInfo.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tiledsl::passes {
+
+namespace {
+constexpr int64_t kMaxDiv = int64_t{1} << 30;
+
+int64_t pow2_divisor(int64_t v) {
+  if (v == 0) return kMaxDiv;
+  int64_t d = 1;
+  while (d < kMaxDiv && v % (d * 2) == 0) d *= 2;
+  return d;
+}
+
+size_t dims(const ir::Value* v) { return std::max<size_t>(1, v->type.shape().size()); }
+
+AxisInfo unknown(const ir::Value* v) {
+  size_t n = dims(v);
+  return {std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1)};
+}
+
+class Analysis {
+ public:
+  explicit Analysis(const ir::Function& f) : f_(f) {}
+
+  AxisInfoMap run() {
+    for (size_t i = 0; i < f_.num_args(); ++i) {
+      const ir::Value* a = f_.arg(i);
+      AxisInfo info = unknown(a);
+      if (i < f_.arg_attrs.size()) {
+        auto it = f_.arg_attrs[i].find("divisibility");
+        if (it != f_.arg_attrs[i].end() && std::holds_alternative<int64_t>(it->second))
+          info.divisibility[0] = std::get<int64_t>(it->second);
+      }
+      map_[a] = info;
+    }
+    block(f_.body);
+    return std::move(map_);
+  }
+
+ private:
+  const AxisInfo& get(const ir::Value* v) {
+    auto it = map_.find(v);
+    if (it == map_.end()) it = map_.emplace(v, unknown(v)).first;
+    return it->second;
+  }
+
+  void block(const ir::Block& b) {
+    if (&b != &f_.body)
+      for (const auto& a : b.args) map_[a.get()] = unknown(a.get());
+    for (const auto& op : b.ops) {
+      for (const auto& r : op->regions) block(*r);
+      for (const auto& r : op->results) map_[r.get()] = infer(*op, r.get());
+    }
+  }
+
+  AxisInfo infer(const ir::Op& op, const ir::Value* result) {
+    using ir::OpKind;
+    const auto& shape = result->type.shape();
+    AxisInfo out = unknown(result);
+    auto operand = [&](size_t i) -> const AxisInfo& { return get(op.operands[i]); };
+    auto full_constancy = [&] {
+      for (size_t d = 0; d < shape.size(); ++d) out.constancy[d] = shape[d];
+    };
+    switch (op.kind) {
+      case OpKind::Constant: {
+        const auto& v = op.attrs.at("value");
+        if (std::holds_alternative<int64_t>(v)) out.divisibility[0] = pow2_divisor(std::get<int64_t>(v));
+        return out;
+      }
+      case OpKind::Arange:
+        out.contiguity[0] = shape[0];
+        out.divisibility[0] = pow2_divisor(op.attr_int("start"));
+        return out;
+      case OpKind::Splat:
+        full_constancy();
+        std::fill(out.divisibility.begin(), out.divisibility.end(), operand(0).divisibility[0]);
+        return out;
+      case OpKind::Broadcast: {
+        const auto& in = op.operands[0]->type.shape();
+        out = operand(0);
+        for (size_t d = 0; d < shape.size(); ++d)
+          if (in[d] == 1 && shape[d] != 1) {
+            out.contiguity[d] = 1;
+            out.constancy[d] = shape[d];
+          }
+        return out;
+      }
+      case OpKind::ExpandDims: {
+        out = operand(0);
+        auto at = static_cast<long>(op.attr_int("axis"));
+        if (op.operands[0]->type.shape().empty()) return unknown(result);
+        out.contiguity.insert(out.contiguity.begin() + at, 1);
+        out.divisibility.insert(out.divisibility.begin() + at, 1);
+        out.constancy.insert(out.constancy.begin() + at, 1);
+        return out;
+      }
+      case OpKind::Reshape:
+      case OpKind::ConvertLayout: {
+        const auto& in = op.operands[0]->type.shape();
+        if (in == shape) return operand(0);
+        // Only inserting or removing unit dimensions keeps the facts of the others.
+        std::vector<int64_t> a, b;
+        for (int64_t x : in) if (x != 1) a.push_back(x);
+        for (int64_t x : shape) if (x != 1) b.push_back(x);
+        if (a != b) return out;
+        const AxisInfo& src = operand(0);
+        size_t j = 0;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (shape[d] == 1) continue;
+          while (in[j] == 1) ++j;
+          out.contiguity[d] = src.contiguity[j];
+          out.divisibility[d] = src.divisibility[j];
+          out.constancy[d] = src.constancy[j];
+          ++j;
+        }
+        return out;
+      }
+      case OpKind::MultipleOf:
+        out = operand(0);
+        for (size_t d = 0; d < out.divisibility.size(); ++d) out.divisibility[d] = op.attr_ints("values")[d];
+        return out;
+      case OpKind::MaxContiguous:
+        out = operand(0);
+        for (size_t d = 0; d < out.contiguity.size(); ++d) out.contiguity[d] = op.attr_ints("values")[d];
+        return out;
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::AddPtr: {
+        const AxisInfo &a = operand(0), &b = operand(1);
+        int64_t scale = op.kind == OpKind::AddPtr ? byte_size(op.operands[0]->type.pointee().dtype()) : 1;
+        for (size_t d = 0; d < out.contiguity.size(); ++d) {
+          int64_t ca = std::gcd(a.contiguity[d], b.constancy[d]);
+          int64_t cb = op.kind == OpKind::Sub ? 1 : std::gcd(b.contiguity[d], a.constancy[d]);
+          out.contiguity[d] = std::max(ca, cb);
+          out.divisibility[d] = std::gcd(a.divisibility[d], std::min(kMaxDiv, b.divisibility[d] * scale));
+          out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+        }
+        return out;
+      }
+      case OpKind::Mul: {
+        const AxisInfo &a = operand(0), &b = operand(1);
+        for (size_t d = 0; d < out.contiguity.size(); ++d) {
+          out.divisibility[d] = std::min(kMaxDiv, a.divisibility[d] * b.divisibility[d]);
+          out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+        }
+        return out;
+      }
+      case OpKind::Cmp: {
+        // A run of values contiguous from a multiple of k, compared with a multiple of k, is
+        // entirely on one side: the mask is constant over it.
+        const AxisInfo &a = operand(0), &b = operand(1);
+        const std::string& p = op.attr_str("pred");
+        for (size_t d = 0; d < out.contiguity.size(); ++d) {
+          int64_t k = std::gcd(a.constancy[d], b.constancy[d]);
+          if (p != "eq" && p != "ne") {
+            k = std::max(k, std::gcd(std::min(a.contiguity[d], a.divisibility[d]), std::gcd(b.constancy[d], b.divisibility[d])));
+            k = std::max(k, std::gcd(std::min(b.contiguity[d], b.divisibility[d]), std::gcd(a.constancy[d], a.divisibility[d])));
+          }
+          out.constancy[d] = k;
+        }
+        return out;
+      }
+      case OpKind::And:
+      case OpKind::Or:
+      case OpKind::Xor:
+      case OpKind::Select:
+      case OpKind::Max:
+      case OpKind::Min:
+        for (size_t d = 0; d < out.constancy.size(); ++d) {
+          int64_t k = shape.empty() ? 1 : shape[d];
+          for (size_t i = 0; i < op.operands.size(); ++i) k = std::gcd(k, operand(i).constancy[d]);
+          out.constancy[d] = k;
+        }
+        return out;
+      case OpKind::Not:
+      case OpKind::Cast:
+        if (!op.operands[0]->type.shape().empty()) out.constancy = operand(0).constancy;
+        if (op.kind == OpKind::Cast && is_int(result->type.dtype()) && is_int(op.operands[0]->type.dtype()) &&
+            bit_width(result->type.dtype()) >= bit_width(op.operands[0]->type.dtype()) && out.contiguity.size() == operand(0).contiguity.size()) {
+          out.contiguity = operand(0).contiguity;
+          out.divisibility = operand(0).divisibility;
+        }
+        return out;
+      default:
+        return out;
+    }
+  }
+
+  const ir::Function& f_;
+  AxisInfoMap map_;
+};
+}  // namespace
+
+AxisInfoMap analyze_axes(const ir::Function& f) { return Analysis(f).run(); }
+
+int memory_vector_width(const ir::Op& op, const AxisInfoMap& info) {
+  const ir::Value* ptr = op.operands[0];
+  const auto& shape = ptr->type.shape();
+  if (shape.empty()) return 1;
+  size_t last = shape.size() - 1;
+  int64_t bytes = byte_size(ptr->type.pointee().dtype());
+  const AxisInfo& p = info.at(ptr);
+  int64_t vec = std::max<int64_t>(1, 16 / bytes);
+  vec = std::min({vec, shape[last], p.contiguity[last], std::max<int64_t>(1, p.divisibility[last] / bytes)});
+  size_t mask_at = op.kind == ir::OpKind::Load ? 1 : 2;
+  if (op.operands.size() > mask_at) vec = std::min(vec, info.at(op.operands[mask_at]).constancy[last]);
+  int64_t v = 1;
+  while (v * 2 <= vec) v *= 2;
+  return static_cast<int>(v);
+}
+
+}  // namespace tiledsl::passes

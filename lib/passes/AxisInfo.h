@@ -1,0 +1,30 @@
+// Axis analysis: for every integer or pointer value, per dimension, how many consecutive
+// elements increase by one (contiguity), what power of two divides the first element of each
+// such run (divisibility; bytes for pointers), and how many consecutive elements are equal
+// (constancy). Seeded by the specialisation (kernel arguments with divisibility = 16) and the
+// multiple_of / max_contiguous hints. Layout assignment and load/store lowering read it to
+// choose vector widths.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/IR.h"
+
+namespace tiledsl::passes {
+
+struct AxisInfo {
+  // One entry per dimension; a scalar has one entry.
+  std::vector<int64_t> contiguity, divisibility, constancy;
+};
+
+using AxisInfoMap = std::unordered_map<const ir::Value*, AxisInfo>;
+
+AxisInfoMap analyze_axes(const ir::Function& f);
+
+// The widest vector (in elements) a load or store `op` may use along the last dimension:
+// min(16 bytes, contiguity, alignment, constancy of the mask). 1 for scalar accesses.
+int memory_vector_width(const ir::Op& op, const AxisInfoMap& info);
+
+}  // namespace tiledsl::passes

@@ -1,0 +1,228 @@
+#include "passes/Layouts.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "support/Error.h"
+
+namespace tiledsl::passes {
+
+namespace {
+int log2i(int64_t x) {
+  int n = 0;
+  while ((int64_t{1} << n) < x) ++n;
+  return n;
+}
+
+// Interning: one object per distinct layout, alive for the whole process (types refer to it).
+template <class L>
+const L* intern(std::unique_ptr<L> l) {
+  static std::mutex mu;
+  static auto* table = new std::map<std::string, std::unique_ptr<L>>;
+  std::lock_guard lock(mu);
+  auto [it, inserted] = table->try_emplace(l->str(), nullptr);
+  if (inserted) it->second = std::move(l);
+  return it->second.get();
+}
+
+// Splits `x` into digits of the given radices, taken in `order` (order[0] least significant).
+std::vector<int64_t> digits(int64_t x, const std::vector<int64_t>& radix, const std::vector<int>& order) {
+  std::vector<int64_t> out(radix.size(), 0);
+  for (int d : order) {
+    out[static_cast<size_t>(d)] = x % radix[static_cast<size_t>(d)];
+    x /= radix[static_cast<size_t>(d)];
+  }
+  return out;
+}
+}  // namespace
+
+// --- DistributedLayout ---------------------------------------------------------------------
+
+Shape DistributedLayout::index(const Shape& shape, const Owner& o) const {
+  Shape idx = reg_offset(shape, o.reg);
+  auto terms = thread_terms();
+  for (size_t d = 0; d < idx.size(); ++d) {
+    const ThreadTerm& t = terms[d];
+    int64_t lane = (o.lane >> t.lane_shift) & ((1 << t.lane_bits) - 1);
+    int64_t warp = (o.warp >> t.warp_shift) & ((1 << t.warp_bits) - 1);
+    idx[d] = (idx[d] + lane * t.lane_scale + warp * t.warp_scale) & (shape[d] - 1);
+  }
+  return idx;
+}
+
+Owner DistributedLayout::locate(const Shape& shape, const Shape& index) const {
+  // Thread parts come from the highest digits first: the warp term, then the lane term, and
+  // what is left is a register part; the lowest register with that part owns the element.
+  auto terms = thread_terms();
+  Owner o;
+  Shape rest = index;
+  for (size_t d = 0; d < index.size(); ++d) {
+    const ThreadTerm& t = terms[d];
+    if (t.warp_bits) {
+      int64_t w = (rest[d] / t.warp_scale) & ((1 << t.warp_bits) - 1);
+      o.warp |= static_cast<int>(w << t.warp_shift);
+      rest[d] -= w * t.warp_scale;
+    }
+    if (t.lane_bits) {
+      int64_t l = (rest[d] / t.lane_scale) & ((1 << t.lane_bits) - 1);
+      o.lane |= static_cast<int>(l << t.lane_shift);
+      rest[d] -= l * t.lane_scale;
+    }
+  }
+  int64_t n = num_regs(shape);
+  for (int64_t r = 0; r < n; ++r) {
+    o.reg = r;
+    if (this->index(shape, o) == index) return o;
+  }
+  TILEDSL_CHECK(false, "layout ", str(), " holds no element ", fmt::format("{}", index), " of shape ",
+                fmt::format("{}", shape));
+  return o;
+}
+
+// --- BlockedLayout -------------------------------------------------------------------------
+
+const BlockedLayout* BlockedLayout::get(std::vector<int> spt, std::vector<int> tpw, std::vector<int> wpc,
+                                        std::vector<int> order) {
+  TILEDSL_CHECK(spt.size() == tpw.size() && tpw.size() == wpc.size() && wpc.size() == order.size(),
+                "blocked layout: ranks differ");
+  int lanes = 1;
+  for (int t : tpw) lanes *= t;
+  TILEDSL_CHECK(lanes == 32, "blocked layout: threads per warp must multiply to 32");
+  return intern(std::make_unique<BlockedLayout>(std::move(spt), std::move(tpw), std::move(wpc), std::move(order)));
+}
+
+std::string BlockedLayout::str() const {
+  return fmt::format("blocked<spt=[{}], tpw=[{}], wpc=[{}], order=[{}]>", fmt::join(spt_, ", "),
+                     fmt::join(tpw_, ", "), fmt::join(wpc_, ", "), fmt::join(order_, ", "));
+}
+
+int BlockedLayout::num_warps() const {
+  int n = 1;
+  for (int w : wpc_) n *= w;
+  return n;
+}
+
+Shape BlockedLayout::repeats(const Shape& shape) const {
+  Shape r(spt_.size());
+  for (size_t d = 0; d < r.size(); ++d)
+    r[d] = std::max<int64_t>(1, shape[d] / (int64_t{spt_[d]} * tpw_[d] * wpc_[d]));
+  return r;
+}
+
+int64_t BlockedLayout::num_regs(const Shape& shape) const {
+  Shape rep = repeats(shape);
+  int64_t n = 1;
+  for (size_t d = 0; d < rep.size(); ++d) n *= rep[d] * spt_[d];
+  return n;
+}
+
+Shape BlockedLayout::reg_offset(const Shape& shape, int64_t reg) const {
+  // Registers run over the elements of one thread's block first, then over repetitions.
+  std::vector<int64_t> spt(spt_.begin(), spt_.end());
+  int64_t per_block = 1;
+  for (int64_t s : spt) per_block *= s;
+  auto e = digits(reg % per_block, spt, order_);
+  auto r = digits(reg / per_block, repeats(shape), order_);
+  Shape off(spt.size());
+  for (size_t d = 0; d < off.size(); ++d) off[d] = r[d] * spt_[d] * tpw_[d] * wpc_[d] + e[d];
+  return off;
+}
+
+std::vector<ThreadTerm> BlockedLayout::thread_terms() const {
+  std::vector<ThreadTerm> terms(spt_.size());
+  int lane_shift = 0, warp_shift = 0;
+  for (int d : order_) {
+    ThreadTerm& t = terms[static_cast<size_t>(d)];
+    t.lane_shift = lane_shift;
+    t.lane_bits = log2i(tpw_[static_cast<size_t>(d)]);
+    t.lane_scale = spt_[static_cast<size_t>(d)];
+    lane_shift += t.lane_bits;
+    t.warp_shift = warp_shift;
+    t.warp_bits = log2i(wpc_[static_cast<size_t>(d)]);
+    t.warp_scale = int64_t{spt_[static_cast<size_t>(d)]} * tpw_[static_cast<size_t>(d)];
+    warp_shift += t.warp_bits;
+  }
+  return terms;
+}
+
+// --- SliceLayout ---------------------------------------------------------------------------
+
+const SliceLayout* SliceLayout::get(const DistributedLayout* parent, int dim) {
+  TILEDSL_CHECK(dim >= 0 && dim < parent->rank(), "slice layout: dimension out of range");
+  return intern(std::make_unique<SliceLayout>(parent, dim));
+}
+
+std::string SliceLayout::str() const { return fmt::format("slice<dim={}, {}>", dim_, parent_->str()); }
+
+Shape SliceLayout::parent_shape(const Shape& shape) const {
+  Shape p = shape;
+  p.insert(p.begin() + dim_, 1);
+  return p;
+}
+
+// The slice's registers are the parent's registers whose offset along `dim` is zero.
+int64_t SliceLayout::num_regs(const Shape& shape) const {
+  Shape ps = parent_shape(shape);
+  int64_t n = 0, total = parent_->num_regs(ps);
+  for (int64_t r = 0; r < total; ++r) n += parent_->reg_offset(ps, r)[static_cast<size_t>(dim_)] == 0;
+  return n;
+}
+
+Shape SliceLayout::reg_offset(const Shape& shape, int64_t reg) const {
+  Shape ps = parent_shape(shape);
+  int64_t total = parent_->num_regs(ps);
+  for (int64_t r = 0; r < total; ++r) {
+    Shape off = parent_->reg_offset(ps, r);
+    if (off[static_cast<size_t>(dim_)] != 0) continue;
+    if (reg-- == 0) {
+      off.erase(off.begin() + dim_);
+      return off;
+    }
+  }
+  TILEDSL_CHECK(false, "slice layout: register out of range");
+  return {};
+}
+
+std::vector<ThreadTerm> SliceLayout::thread_terms() const {
+  auto t = parent_->thread_terms();
+  t.erase(t.begin() + dim_);
+  return t;
+}
+
+// --- Helpers -------------------------------------------------------------------------------
+
+const DistributedLayout* layout_of(ir::Type t) {
+  const ir::Layout* l = t.layout();
+  if (!l) return nullptr;
+  const auto* d = dynamic_cast<const DistributedLayout*>(l);
+  TILEDSL_CHECK(d, "unknown layout ", l->str());
+  return d;
+}
+
+const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec) {
+  size_t rank = shape.size();
+  std::vector<int> spt(rank, 1), tpw(rank, 1), wpc(rank, 1), order(rank);
+  for (size_t i = 0; i < rank; ++i) order[i] = static_cast<int>(rank - 1 - i);
+  spt[rank - 1] = static_cast<int>(std::min<int64_t>(vec, shape[rank - 1]));
+  int64_t lanes = 32, warps = num_warps;
+  for (int d : order) {  // lanes along the fastest dimensions first, then warps
+    size_t u = static_cast<size_t>(d);
+    tpw[u] = static_cast<int>(std::clamp<int64_t>(shape[u] / spt[u], 1, lanes));
+    lanes /= tpw[u];
+  }
+  for (int d : order) {
+    size_t u = static_cast<size_t>(d);
+    wpc[u] = static_cast<int>(std::clamp<int64_t>(shape[u] / (spt[u] * tpw[u]), 1, warps));
+    warps /= wpc[u];
+  }
+  tpw[static_cast<size_t>(order[0])] *= static_cast<int>(lanes);
+  wpc[static_cast<size_t>(order.back())] *= static_cast<int>(warps);
+  return BlockedLayout::get(spt, tpw, wpc, order);
+}
+
+}  // namespace tiledsl::passes

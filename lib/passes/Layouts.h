@@ -1,0 +1,112 @@
+// Distributed layouts: which thread of a CTA holds which element of a tile. Each layout has one
+// job, to map (register, lane, warp) to a logical index of a tile of a given shape and back; the
+// codegen reads nothing else. Layouts are interned (get() returns one object per distinct
+// value), so tile types that carry equal layouts are equal types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/Type.h"
+
+namespace tiledsl::passes {
+
+using Shape = std::vector<int64_t>;
+
+// Who holds an element: register `reg` of lane `lane` of warp `warp`.
+struct Owner {
+  int64_t reg = 0;
+  int lane = 0, warp = 0;
+  bool operator==(const Owner&) const = default;
+};
+
+// How the thread part of one dimension's index is formed from the lane and warp ids:
+// ((lane >> lane_shift) & (2^lane_bits - 1)) * lane_scale + ((warp >> warp_shift) & ...) * warp_scale.
+struct ThreadTerm {
+  int lane_shift = 0, lane_bits = 0;
+  int64_t lane_scale = 0;
+  int warp_shift = 0, warp_bits = 0;
+  int64_t warp_scale = 0;
+};
+
+// A layout whose index is (thread part + register part) mod shape in every dimension; every
+// dimension of the tile is a power of two. When the tile is smaller than the layout's CTA
+// tile, several threads hold the same element (index wraps); locate() names the lowest one.
+class DistributedLayout : public ir::Layout {
+ public:
+  virtual int rank() const = 0;
+  virtual int num_warps() const = 0;
+  virtual int64_t num_regs(const Shape& shape) const = 0;
+  // The register part of the index of register `reg`, per dimension.
+  virtual Shape reg_offset(const Shape& shape, int64_t reg) const = 0;
+  // One term per dimension.
+  virtual std::vector<ThreadTerm> thread_terms() const = 0;
+
+  Shape index(const Shape& shape, const Owner& o) const;
+  // The lowest (warp, lane, register) holding `index`.
+  Owner locate(const Shape& shape, const Shape& index) const;
+};
+
+class BlockedLayout final : public DistributedLayout {
+ public:
+  // order[0] is the fastest-varying dimension (the last, for row-major coalescing).
+  static const BlockedLayout* get(std::vector<int> size_per_thread, std::vector<int> threads_per_warp,
+                                  std::vector<int> warps_per_cta, std::vector<int> order);
+
+  const std::vector<int>& size_per_thread() const { return spt_; }
+  const std::vector<int>& threads_per_warp() const { return tpw_; }
+  const std::vector<int>& warps_per_cta() const { return wpc_; }
+  const std::vector<int>& order() const { return order_; }
+
+  std::string str() const override;
+  int rank() const override { return static_cast<int>(spt_.size()); }
+  int num_warps() const override;
+  int64_t num_regs(const Shape& shape) const override;
+  Shape reg_offset(const Shape& shape, int64_t reg) const override;
+  std::vector<ThreadTerm> thread_terms() const override;
+  // How often the CTA tile repeats along each dimension of `shape` (at least 1).
+  Shape repeats(const Shape& shape) const;
+
+  BlockedLayout(std::vector<int> spt, std::vector<int> tpw, std::vector<int> wpc, std::vector<int> order)
+      : spt_(std::move(spt)), tpw_(std::move(tpw)), wpc_(std::move(wpc)), order_(std::move(order)) {}
+
+ private:
+  std::vector<int> spt_, tpw_, wpc_, order_;
+};
+
+// The parent layout with dimension `dim` removed: the layout of a reduction's result, and of
+// the operand of expand_dims. Each element is held by every thread that held a parent element
+// of the same index outside `dim`.
+class SliceLayout final : public DistributedLayout {
+ public:
+  static const SliceLayout* get(const DistributedLayout* parent, int dim);
+
+  const DistributedLayout* parent() const { return parent_; }
+  int dim() const { return dim_; }
+  // The parent shape with `dim` reinserted (length 1: registers along it are not needed).
+  Shape parent_shape(const Shape& shape) const;
+
+  std::string str() const override;
+  int rank() const override { return parent_->rank() - 1; }
+  int num_warps() const override { return parent_->num_warps(); }
+  int64_t num_regs(const Shape& shape) const override;
+  Shape reg_offset(const Shape& shape, int64_t reg) const override;
+  std::vector<ThreadTerm> thread_terms() const override;
+
+  SliceLayout(const DistributedLayout* parent, int dim) : parent_(parent), dim_(dim) {}
+
+ private:
+  const DistributedLayout* parent_;
+  int dim_;
+};
+
+// The layout of a tile type as a DistributedLayout, or null when it has none.
+const DistributedLayout* layout_of(ir::Type t);
+
+// The default layout of a tile of `shape`: `vec` contiguous elements per thread along the last
+// dimension, then lanes and warps along the last dimension first (coalesced row-major access).
+const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec = 1);
+
+}  // namespace tiledsl::passes

@@ -1,0 +1,52 @@
+// The bridge from the runtime to the compiler (built only with TILEDSL_ENABLE_CODEGEN): runs the
+// pass pipeline on a copy of the traced kernel and lowers it to PTX. TILEDSL_DUMP_DIR receives
+// the IR after each pass, the LLVM IR and the PTX.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/Codegen.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "passes/Pipeline.h"
+#include "runtime/cuda/Launcher.h"
+
+namespace tiledsl::runtime {
+
+namespace {
+void dump(const std::string& stem, const std::string& suffix, const std::string& text) {
+  const char* dir = std::getenv("TILEDSL_DUMP_DIR");
+  if (!dir || !*dir) return;
+  std::filesystem::create_directories(dir);
+  std::ofstream(std::filesystem::path(dir) / (stem + suffix)) << text;
+}
+}  // namespace
+
+GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch) {
+  // The traced IR stays as the interpreter runs it; the passes rewrite a copy (a print/parse
+  // round trip is an exact deep copy).
+  std::string traced = ir::print(f);
+  auto copy = ir::parse(traced);
+  std::string stem = fmt::format("{}-w{}-s{}-{}", f.name, num_warps, num_stages, arch);
+  int step = 0;
+  passes::PipelineOptions opts;
+  opts.num_warps = num_warps;
+  opts.after_pass = [&](const std::string& pass, const ir::Function& g) {
+    dump(stem, fmt::format(".{}.{}.tir", step++, pass), ir::print(g));
+  };
+  passes::run_pipeline(*copy, opts);
+  codegen::CompileOptions copts;
+  copts.arch = arch;
+  copts.num_warps = num_warps;
+  if (std::getenv("TILEDSL_DUMP_DIR")) dump(stem, ".ll", codegen::emit_llvm_ir(*copy, copts));
+  GpuBinary bin;
+  bin.ptx = codegen::compile_to_ptx(*copy, copts);
+  dump(stem, ".ptx", bin.ptx);
+  bin.entry = f.name;
+  bin.shared_bytes = 0;  // codegen declares its shared memory statically in the PTX
+  return bin;
+}
+
+}  // namespace tiledsl::runtime
