@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over what scripts/build-gpu.sh staged in .device/: the examples and
+# the op tests on the GPU, the benchmarks, the Triton/torch reference harness when .ref/ holds
+# it, and compute-sanitizer over the examples. Full logs go to $1 (default $OUT or ./gpu-logs);
+# a short summary is printed last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=${1:-${OUT:-gpu-logs}}
+mkdir -p "$logs"
+export LD_LIBRARY_PATH="$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TILEDSL_BACKEND=gpu
+bin="$PWD/.device/bin"
+work=$(mktemp -d)
+summary=()
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$logs/gpu.txt"
+
+echo "== examples on the GPU"
+pass=0; fail=0
+for ex in "$bin"/example-*; do
+  if (cd "$work" && timeout 120 "$ex") >>"$logs/examples.log" 2>&1; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+done
+grep -E " (OK|FAIL)$|^error" "$logs/examples.log"
+summary+=("examples on the GPU: $pass passed, $fail failed")
+
+echo "== op tests on the GPU"
+(cd "$work" && timeout 300 "$bin/tiledsl-tests" "[interp]") >"$logs/ops.log" 2>&1
+summary+=("op tests on the GPU: $(grep -E '^(All tests passed|test cases:)' "$logs/ops.log" | tail -1)")
+tail -3 "$logs/ops.log"
+
+echo "== compute-sanitizer"
+if command -v compute-sanitizer >/dev/null; then
+  for ex in add softmax matmul; do
+    (cd "$work" && timeout 300 compute-sanitizer --tool memcheck "$bin/example-$ex") >"$logs/sanitizer-$ex.log" 2>&1
+    summary+=("compute-sanitizer example-$ex: $(grep -E 'ERROR SUMMARY' "$logs/sanitizer-$ex.log" | tail -1)")
+  done
+fi
+
+echo "== benchmarks"
+(cd "$work" && timeout 300 "$bin/tiledsl-bench") 2>&1 | tee "$logs/bench.log"
+
+if [ -f .ref/triton_torch_anchors.py ]; then
+  echo "== reference harness (Triton, torch)"
+  PYTHONUNBUFFERED=1 timeout 400 python3 .ref/triton_torch_anchors.py 2>&1 | tee "$logs/anchors.log" | tail -40
+fi
+for f in .ref/*.py; do
+  [ "$f" = .ref/triton_torch_anchors.py ] || [ ! -f "$f" ] && continue
+  PYTHONUNBUFFERED=1 timeout 200 python3 "$f" 2>&1 | tee "$logs/$(basename "$f" .py).log"
+done
+
+echo "== summary"
+printf '%s\n' "${summary[@]}"
