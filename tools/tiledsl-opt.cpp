@@ -23,20 +23,22 @@ const char* kUsage =
     "  --assign-layouts   give every tile a layout (passes/AssignLayouts.h)\n"
     "  --num-warps=N      warps per program for layouts and codegen (default 4)\n"
     "  --emit=llvm|ptx    run the pass pipeline and print LLVM IR (after O3) or PTX\n"
-    "  --arch=sm_80|sm_90 the GPU to compile for (default sm_80)\n";
+    "  --arch=sm_80|sm_90 the GPU to compile for (default sm_80)\n"
+    "  --O0               skip LLVM's O3 pipeline (readable --emit=llvm)\n";
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string path, emit, arch = "sm_80";
-  bool locations = true, verify = true, layouts = false;
+  bool locations = true, verify = true, layouts = false, optimize = true;
   int num_warps = 4;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--no-locations") locations = false;
     else if (a == "--no-verify") verify = false;
     else if (a == "--assign-layouts") layouts = true;
+    else if (a == "--O0") optimize = false;
     else if (starts_with(a, "--num-warps=")) num_warps = std::stoi(a.substr(12));
     else if (starts_with(a, "--emit=")) emit = a.substr(7);
     else if (starts_with(a, "--arch=")) arch = a.substr(7);
@@ -68,7 +70,7 @@ int main(int argc, char** argv) {
     if (!emit.empty()) {
 #ifdef TILEDSL_ENABLE_CODEGEN
       tiledsl::passes::run_pipeline(*f, {num_warps, {}});
-      tiledsl::codegen::CompileOptions opts{arch, num_warps};
+      tiledsl::codegen::CompileOptions opts{arch, num_warps, optimize};
       std::cout << (emit == "llvm" ? tiledsl::codegen::emit_llvm_ir(*f, opts) : tiledsl::codegen::compile_to_ptx(*f, opts));
       return 0;
 #else

@@ -11,6 +11,7 @@ namespace tiledsl::codegen {
 struct CompileOptions {
   std::string arch = "sm_80";  // sm_80 or sm_90 (sm_90a accepted)
   int num_warps = 4;
+  bool optimize = true;  // O3; off leaves the lowering's IR as it is (for reading dumps)
 };
 
 // The kernel as textual LLVM IR (after optimisation at O3), for dumps and tests. `f` must

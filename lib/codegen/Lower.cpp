@@ -113,7 +113,7 @@ class Lowering {
 
   // The thread part of dimension `d` of `l`'s index, as an i32.
   llvm::Value* thread_part(const DistributedLayout* l, size_t d) {
-    const passes::ThreadTerm& t = l->thread_terms()[d];
+    const passes::ThreadTerm t = l->thread_terms()[d];
     llvm::Value* v = b_.getInt32(0);
     if (t.lane_bits) {
       llvm::Value* x = b_.CreateAnd(b_.CreateLShr(lane_, t.lane_shift), (1 << t.lane_bits) - 1);

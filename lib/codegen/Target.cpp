@@ -88,6 +88,7 @@ std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ct
   m->setDataLayout(tm.createDataLayout());
   verify(*m, "after lowering");
   link_libdevice(*m);
+  if (!opts.optimize) return m;
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;

@@ -236,8 +236,21 @@ class Assigner {
     for (const auto& c : operand_conversions_) {
       Value* v = c.op->operands[c.index];
       if (layout_of(v->type) == c.to) continue;
-      Op* conv = insert(*c.op->parent, position(c.op),
-                        convert(v, ir::Type::tile(v->type.shape(), v->type.element(), c.to), c.op->loc));
+      ir::Type to = ir::Type::tile(v->type.shape(), v->type.element(), c.to);
+      // An arange or a splat is cheaper to compute again in the new layout than to convert.
+      const Op* def = v->def;
+      std::unique_ptr<Op> op;
+      if (def && (def->kind == OpKind::Arange || def->kind == OpKind::Splat)) {
+        op = std::make_unique<Op>();
+        op->kind = def->kind;
+        op->operands = def->operands;
+        op->attrs = def->attrs;
+        op->loc = def->loc;
+        op->add_result(to);
+      } else {
+        op = convert(v, to, c.op->loc);
+      }
+      Op* conv = insert(*c.op->parent, position(c.op), std::move(op));
       c.op->operands[c.index] = conv->result();
     }
     f_.number_values();

@@ -11,8 +11,9 @@ namespace tiledsl::passes {
 // backwards to the values that feed the anchors (through elementwise ops, broadcasts, and
 // expand_dims, which takes the slice of its result's layout), so address arithmetic is
 // computed where it is used. Reductions produce the slice of their operand's layout. Where
-// a value is wanted in two layouts, a convert_layout op is inserted before the second use.
-// Loop-carried values and if results keep one layout on every path.
+// a value is wanted in two layouts, a convert_layout op is inserted before the second use
+// (an arange or a splat is computed again instead). Loop-carried values and if results keep
+// one layout on every path.
 void assign_layouts(ir::Function& f, int num_warps);
 
 }  // namespace tiledsl::passes
