@@ -47,24 +47,48 @@ LaunchArg to_launch_arg(const A& a) {
 }
 
 template <class P>
+struct IsPtrParam : std::false_type {};
+template <class T>
+struct IsPtrParam<Tile<PtrTo<T>>> : std::true_type {};
+
+template <class P>
+inline constexpr bool is_param_v = std::is_same_v<P, Constexpr> || std::is_same_v<P, Tile<int32_t>> ||
+                                   std::is_same_v<P, Tile<int64_t>> || std::is_same_v<P, Tile<float>> || IsPtrParam<P>::value;
+
+template <class P>
 constexpr ParamSpec param_spec() {
   if constexpr (std::is_same_v<P, Constexpr>) return {ParamKind::constexpr_, DType::i64};
   else if constexpr (std::is_same_v<P, Tile<int32_t>>) return {ParamKind::i32, DType::i32};
   else if constexpr (std::is_same_v<P, Tile<int64_t>>) return {ParamKind::i64, DType::i64};
   else if constexpr (std::is_same_v<P, Tile<float>>) return {ParamKind::f32, DType::f32};
-  else if constexpr (is_ptr_v<typename P::element_type>)
+  else if constexpr (IsPtrParam<P>::value)
     return {ParamKind::pointer, dtype_v<typename P::element_type::pointee>};
-  else static_assert(sizeof(P) == 0, "tiledsl: kernel parameters are tl::Ptr<T>, tl::Int, tl::Int64, tl::Float or tl::Constexpr");
+  else {
+    static_assert(sizeof(P) == 0, "tiledsl: kernel parameters are tl::Ptr<T>, tl::Int, tl::Int64, tl::Float or tl::Constexpr");
+    return {ParamKind::i32, DType::i32};
+  }
 }
 
+// The parameter types of a lambda; a generic lambda (auto parameters) has none to read.
+template <class F, class = void>
+struct LambdaArgs {
+  static_assert(sizeof(F) == 0,
+                "tiledsl: a kernel is a lambda with typed parameters (tl::Ptr<T>, tl::Int, tl::Int64, tl::Float, "
+                "tl::Constexpr); generic (auto) parameters are not supported");
+  using type = std::tuple<>;
+};
 template <class F>
-struct LambdaArgs : LambdaArgs<decltype(&F::operator())> {};
+struct LambdaArgs<F, std::void_t<decltype(&F::operator())>> : LambdaArgs<decltype(&F::operator())> {};
+template <class F, class = void>
+inline constexpr bool has_call_operator_v = false;
+template <class F>
+inline constexpr bool has_call_operator_v<F, std::void_t<decltype(&F::operator())>> = true;
 template <class C, class R, class... A>
-struct LambdaArgs<R (C::*)(A...) const> {
+struct LambdaArgs<R (C::*)(A...) const, void> {
   using type = std::tuple<std::decay_t<A>...>;
 };
 template <class C, class R, class... A>
-struct LambdaArgs<R (C::*)(A...)> {
+struct LambdaArgs<R (C::*)(A...), void> {
   using type = std::tuple<std::decay_t<A>...>;
 };
 
@@ -186,7 +210,9 @@ Kernel kernel(std::string name, std::vector<std::string> params, F fn, TILEDSL_L
   }(std::make_index_sequence<n>{});
   detail::TraceFn trace = [fn](std::span<const detail::TraceArg> a) {
     [&]<size_t... I>(std::index_sequence<I...>) {
-      fn(detail::make_param<std::tuple_element_t<I, Args>>(a[I])...);
+      // Otherwise a static_assert above has already said what is wrong.
+      if constexpr (detail::has_call_operator_v<F> && (detail::is_param_v<std::tuple_element_t<I, Args>> && ...))
+        fn(detail::make_param<std::tuple_element_t<I, Args>>(a[I])...);
     }(std::make_index_sequence<n>{});
   };
   return Kernel(std::move(name), std::move(params), std::move(specs), std::move(trace), loc);

@@ -354,7 +354,7 @@ class Tile : public Handle {
     static_assert(std::is_same_v<decltype(a OP b), Tile<T>>,                                   \
                   "tiledsl: x " #OP "= y would change the element type of x; convert y to "   \
                   "x's element type first (y.to<T>())");                                       \
-    a = a OP b;                                                                                \
+    if constexpr (std::is_same_v<decltype(a OP b), Tile<T>>) a = a OP b;                       \
     return a;                                                                                  \
   }
 TILEDSL_COMPOUND(+)
@@ -558,8 +558,9 @@ Tile<T> load(const Tile<PtrTo<T>>& ptr, const Tile<bool>& mask, const O& other, 
   return Tile<T>(detail::load(ptr.value(), mask.value(), detail::as_value(other, dtype_v<T>, loc), loc));
 }
 template <class X>
-void load(const X&, ...) {
+Tile<float> load(const X&, ...) {  // returns a tile so that no second error follows the assert
   static_assert(sizeof(X) == 0, "tl::load: the first argument must be a pointer tile (tl::Ptr<T> plus offsets)");
+  return Tile<float>(static_cast<ir::Value*>(nullptr));
 }
 template <class T, detail::TileOrLiteral X>
 void store(const Tile<PtrTo<T>>& ptr, const X& value, TILEDSL_LOC) {
@@ -682,6 +683,15 @@ Tile<float> dot(const Tile<T>& a, const Tile<T>& b, const Tile<float>& acc, TILE
   static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
                 "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
   return Tile<float>(detail::dot(a.value(), b.value(), acc.value(), loc));
+}
+
+// Inputs of two element types: a readable error instead of a failed template deduction.
+template <class T, class U, class... Acc>
+  requires(!std::is_same_v<T, U>)
+Tile<float> dot(const Tile<T>& a, const Tile<U>&, const Acc&...) {
+  static_assert(std::is_same_v<T, U>, "tl::dot: both inputs must have one element type (tl::f16, tl::bf16 or float); "
+                                      "convert one first, e.g. b.to<float>()");
+  return Tile<float>(a.value());
 }
 
 // Generic reduction with a user combine function (Triton's tl.reduce): combine(Tile<T>, Tile<T>) -> Tile<T>

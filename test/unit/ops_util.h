@@ -47,9 +47,14 @@ std::vector<H<T>> host(const tl::Tensor& t) {
 template <class T>
 tl::Tensor poison(std::vector<int64_t> shape) {
   tl::Tensor t = tl::Tensor::empty(shape, tl::dtype_v<T>);
-  std::memset(t.data_ptr(), 0x5a, t.nbytes());
+  std::vector<unsigned char> bytes(t.nbytes(), 0x5a);
+  t.copy_from_host(bytes.data());  // the tensor may live on the GPU
   return t;
 }
+
+// Whether kernels run on the GPU (the same tests run there with TILEDSL_BACKEND=gpu): the few
+// results that are the interpreter's own (C library math, stdout) are then checked loosely.
+inline bool on_gpu() { return tl::default_device() == tl::Device::cuda; }
 
 // Seeded random values in [lo, hi]: uniform reals rounded to T, or uniform integers.
 template <class T>

@@ -24,7 +24,9 @@ std::string err(int line, const std::string& kernel, const std::string& rest) {
 // The same, for the line MARK recorded while the kernel was traced (read after the throw).
 std::string err(const std::string& kernel, const std::string& rest) { return err(g_line, kernel, rest); }
 
-tl::Tensor f32(int n) { return tl::Tensor::rand({n}, 7); }
+// Runtime errors (bounds, asserts, division by zero) are the interpreter's: host tensors.
+constexpr tl::Device kCpu = tl::Device::cpu;
+tl::Tensor f32(int n) { return tl::Tensor::rand({n}, 7, tl::DType::f32, kCpu); }
 }  // namespace
 
 // --- Shapes while tracing -------------------------------------------------------------------
@@ -145,7 +147,7 @@ TEST_CASE("arange of a size that is not a power of two", "[error]") {
     MARK; auto offs = tl::arange(0, 100);
     tl::store(out + offs, offs);
   });
-  auto out = tl::Tensor::zeros({100}, tl::DType::i32);
+  auto out = tl::Tensor::zeros({100}, tl::DType::i32, kCpu);
   REQUIRE_THROWS_WITH(k[tl::grid(1)](out),
                       err("arange_size", "arange: range [0, 100) has 100 elements; tiles need a power-of-two size"));
 }
@@ -201,7 +203,7 @@ TEST_CASE("a literal that does not fit the tile's integer type", "[error]") {
     auto v = tl::load(x + offs);
     MARK; tl::store(x + offs, v + 1000);
   });
-  auto x = tl::Tensor::zeros({16}, tl::DType::i8);
+  auto x = tl::Tensor::zeros({16}, tl::DType::i8, kCpu);
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("literal_range", "constant: value 1000 does not fit in i8"));
 }
 
@@ -209,7 +211,7 @@ TEST_CASE("full with a value the element type cannot hold", "[error]") {
   auto k = tl::kernel("full_range", {"x"}, [](tl::Ptr<uint8_t> x) {
     MARK; tl::store(x + tl::arange(0, 16), tl::full<uint8_t>({16}, -1));
   });
-  auto x = tl::Tensor::zeros({16}, tl::DType::u8);
+  auto x = tl::Tensor::zeros({16}, tl::DType::u8, kCpu);
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("full_range", "constant: value -1 does not fit in u8"));
 }
 
@@ -226,7 +228,7 @@ TEST_CASE("atomic_add on 8-bit memory", "[error]") {
   auto k = tl::kernel("atomic_i8", {"x"}, [](tl::Ptr<int8_t> x) {
     MARK; tl::atomic_add(x + tl::arange(0, 16), 1);
   });
-  auto x = tl::Tensor::zeros({16}, tl::DType::i8);
+  auto x = tl::Tensor::zeros({16}, tl::DType::i8, kCpu);
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
                       err("atomic_i8", "atomic_add: unsupported element type i8 (atomics need 16, 32 or 64 bits)"));
 }
@@ -365,7 +367,7 @@ TEST_CASE("launch with the wrong number of arguments", "[error]") {
 
 TEST_CASE("launch with a tensor of the wrong dtype", "[error]") {
   auto k = copy_kernel();
-  auto x = tl::Tensor::zeros({1000}, tl::DType::f16), out = f32(1000);
+  auto x = tl::Tensor::zeros({1000}, tl::DType::f16, kCpu), out = f32(1000);
   auto launch = [&] { k[tl::grid(4)](x, out, 1000, 256); }; const int line = __LINE__;
   REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: argument 1 ('x') expects a tensor of f32 (tl::Ptr<f32>), "
                                                   "got a tensor of f16"));
@@ -450,9 +452,8 @@ TEST_CASE("out-of-bounds store: an off-by-one mask", "[error]") {
                         auto v = tl::load(x + offs, offs < n);
                         MARK; tl::store(out + offs, v, offs <= n);
                       });
-  auto x = f32(1000), out = tl::Tensor::zeros({1000}, tl::DType::i32);
-  auto outf = f32(1000);
-  REQUIRE_THROWS_WITH(k[tl::grid(4)](x, outf, 1000, 256),
+  auto x = f32(1000), out = f32(1000);
+  REQUIRE_THROWS_WITH(k[tl::grid(4)](x, out, 1000, 256),
                       err("oob_store", "store: out-of-bounds access at index [232] of the tile: element 1000 of argument "
                                        "'out', which holds 1000 f32 elements (program (3, 0, 0))"));
 }
@@ -464,7 +465,7 @@ TEST_CASE("out-of-bounds 2-D load names the element's tile index", "[error]") {
     MARK; auto v = tl::load(x + r(_, newaxis) * N + c(newaxis, _), mask);
     tl::store(out + r(_, newaxis) * 8 + c(newaxis, _), v);
   });
-  auto x = tl::Tensor::zeros({7, 6}, tl::DType::i16), out = tl::Tensor::zeros({8, 8}, tl::DType::i16);
+  auto x = tl::Tensor::zeros({7, 6}, tl::DType::i16, kCpu), out = tl::Tensor::zeros({8, 8}, tl::DType::i16, kCpu);
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out, 7, 6),
                       err("oob_2d", "load: out-of-bounds access at index [6, 6] of the tile: element 42 of argument "
                                     "'x', which holds 42 i16 elements (program (0, 0, 0))"));
@@ -478,7 +479,7 @@ TEST_CASE("device_assert that fails", "[error]") {
   });
   std::vector<float> data(1000, 1.0f);
   data[517] = -2.0f;
-  auto x = tl::Tensor::from_host(data);
+  auto x = tl::Tensor::from_host(data, {}, kCpu);
   REQUIRE_NOTHROW(k[tl::grid(2)](x, 500, 256));
   REQUIRE_THROWS_WITH(k[tl::grid(4)](x, 1000, 256),
                       err("checked", "assert: device_assert failed at index [5]: x must be non-negative (program (2, 0, 0))"));
@@ -494,7 +495,7 @@ TEST_CASE("integer division by zero", "[error]") {
                       });
   std::vector<int32_t> ys(16, 3);
   ys[3] = 0;
-  auto x = tl::Tensor::full({16}, 7, tl::DType::i32), y = tl::Tensor::from_host(ys), out = tl::Tensor::zeros({16}, tl::DType::i32);
+  auto x = tl::Tensor::full({16}, 7, tl::DType::i32, kCpu), y = tl::Tensor::from_host(ys, {}, kCpu), out = tl::Tensor::zeros({16}, tl::DType::i32, kCpu);
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x, y, out, 0),
                       err("divide", "div: integer division by zero at index [3] (program (0, 0, 0))"));
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x, y, out, 1),

@@ -337,7 +337,13 @@ const tl::Kernel& atomic_kernel() {
           case 0: old = tl::atomic_add(p, v, mask); break;
           case 1: old = tl::atomic_max(p, v, mask); break;
           case 2: old = tl::atomic_min(p, v, mask); break;
-          default: old = tl::atomic_xchg(p, v, mask); break;
+          case 3: old = tl::atomic_xchg(p, v, mask); break;
+          default:
+            if constexpr (!is_fp<T>) {
+              if (OP == 4) old = tl::atomic_and(p, v, mask);
+              if (OP == 5) old = tl::atomic_or(p, v, mask);
+              if (OP == 6) old = tl::atomic_xor(p, v, mask);
+            }
         }
         tl::store(olds + offs, old, mask);
       });
@@ -345,7 +351,7 @@ const tl::Kernel& atomic_kernel() {
 }
 }  // namespace
 
-TEMPLATE_TEST_CASE("atomic add, max, min and xchg from many programs on the same addresses", "[interp]", int32_t,
+TEMPLATE_TEST_CASE("atomic add, max, min, xchg, and, or, xor from many programs on the same addresses", "[interp]", int32_t,
                    uint32_t, int64_t, float, double, tl::f16) {
   using T = TestType;
   const int n = 1000;
@@ -357,7 +363,7 @@ TEMPLATE_TEST_CASE("atomic add, max, min and xchg from many programs on the same
   else x = uniform<T>(n, 541, 1, 1000);
   std::vector<H<T>> init(kSlots);
   for (int s = 0; s < kSlots; ++s) init[s] = static_cast<H<T>>(T(static_cast<float>(100 + s)));
-  for (int op = 0; op < 4; ++op) {
+  for (int op = 0; op < (is_fp<T> ? 4 : 7); ++op) {
     INFO("op " << op);
     auto slots = tensor<T>(init);
     auto olds = poison<T>({n});
@@ -376,7 +382,14 @@ TEMPLATE_TEST_CASE("atomic add, max, min and xchg from many programs on the same
           case 0: rhs.insert(o + v); fin += v; break;
           case 1: rhs.insert(std::max(o, v)); fin = std::max(fin, v); break;
           case 2: rhs.insert(std::min(o, v)); fin = std::min(fin, v); break;
-          default: rhs.insert(v); break;
+          case 3: rhs.insert(v); break;
+          default:
+            if constexpr (!is_fp<T>) {
+              auto io = static_cast<T>(old[i]), iv = static_cast<T>(x[i]), f = static_cast<T>(fin);
+              T r = op == 4 ? io & iv : op == 5 ? io | iv : io ^ iv;
+              rhs.insert(static_cast<double>(r));
+              fin = static_cast<double>(op == 4 ? f & iv : op == 5 ? f | iv : f ^ iv);
+            }
         }
       }
       INFO("slot " << s);
@@ -636,6 +649,7 @@ TEST_CASE("device_print writes each element with its program and index", "[inter
     throw;
   }
   std::cout.rdbuf(old);
+  if (on_gpu()) return;  // device printf does not go through std::cout
   std::string s = captured.str();
   CHECK(s.find("pid (0, 0, 0) idx [0] v=3\n") != std::string::npos);
   CHECK(s.find("pid (0, 0, 0) idx [1] v=-1\n") != std::string::npos);
