@@ -502,7 +502,10 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
       case OpKind::Mul: r = static_cast<int64_t>(ua * ub); break;
       case OpKind::Div:
       case OpKind::Rem:
-        if (b == 0) fail(op, fmt::format("integer division by zero at index {}", index_str(op.result()->type.shape(), j)));
+        if (b == 0) {  // defined, as on the GPU: all bits set, remainder = dividend (docs/language.md)
+          r = op.kind == OpKind::Div ? -1 : a;
+          break;
+        }
         if (uns) r = static_cast<int64_t>(op.kind == OpKind::Div ? as_u64(d, a) / as_u64(d, b) : as_u64(d, a) % as_u64(d, b));
         else if (b == -1) r = op.kind == OpKind::Div ? static_cast<int64_t>(0ull - ua) : 0;
         else r = op.kind == OpKind::Div ? a / b : a % b;

@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
+# Static LLVM's Support library links zstd.
+dpkg-query -W -f='${Status}' libzstd-dev 2>/dev/null | grep -q "install ok installed" ||
+  { [ "$(id -u)" -eq 0 ] && apt-get install -y -qq libzstd-dev >/dev/null || sudo apt-get install -y -qq libzstd-dev >/dev/null; }
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEDSL_BUILD_SHARED=ON -DTILEDSL_LLVM_SHARED=OFF \
   -DTILEDSL_ENABLE_CODEGEN=ON >/dev/null
 cmake --build build-gpu

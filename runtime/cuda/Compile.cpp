@@ -45,7 +45,6 @@ GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, 
   bin.ptx = codegen::compile_to_ptx(*copy, copts);
   dump(stem, ".ptx", bin.ptx);
   bin.entry = f.name;
-  bin.shared_bytes = 0;  // codegen declares its shared memory statically in the PTX
   return bin;
 }
 

@@ -16,6 +16,7 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUlinkState = struct CUlinkState_st*;
 
 // Attribute and option numbers from cuda.h that tiledsl uses.
 enum : int {
@@ -31,6 +32,7 @@ enum : int {
   kPointerAttrContext = 1,
   kJitErrorLogBuffer = 5,
   kJitErrorLogBufferSizeBytes = 6,
+  kJitInputPtx = 1,
 };
 
 struct Driver {

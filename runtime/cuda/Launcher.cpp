@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "ir/Printer.h"
+#include "runtime/cuda/DiskCache.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::runtime {
@@ -27,29 +29,58 @@ GpuKernel::~GpuKernel() {
     if (const cuda::Driver* d = cuda::driver()) d->cuModuleUnload(module);
 }
 
+namespace {
+// PTX to a cubin with the driver's own JIT linker, so the disk cache can hold machine code and a
+// warm start skips both LLVM and the PTX JIT.
+std::string link_ptx(const cuda::Driver& d, const std::string& ptx, const std::string& name) {
+  char log[8192] = {};
+  int opts[] = {cuda::kJitErrorLogBuffer, cuda::kJitErrorLogBufferSizeBytes};
+  void* vals[] = {log, reinterpret_cast<void*>(sizeof log)};
+  cuda::CUlinkState state = nullptr;
+  cuda::check(d.cuLinkCreate(2, opts, vals, &state), "cuLinkCreate", fmt::format(" for kernel '{}'", name));
+  cuda::CUresult r = d.cuLinkAddData(state, cuda::kJitInputPtx, const_cast<char*>(ptx.c_str()), ptx.size() + 1,
+                                     name.c_str(), 0, nullptr, nullptr);
+  void* cubin = nullptr;
+  size_t size = 0;
+  if (r == 0) r = d.cuLinkComplete(state, &cubin, &size);
+  std::string out = r == 0 ? std::string(static_cast<const char*>(cubin), size) : std::string();
+  d.cuLinkDestroy(state);
+  if (r != 0) cuda::check(r, "cuLinkAddData/cuLinkComplete", fmt::format(" compiling kernel '{}' from PTX: {}", name, log));
+  return out;
+}
+}  // namespace
+
 std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps, int num_stages) {
   std::string why;
   const cuda::Driver* d = cuda::driver(&why);
   if (!d) throw Error(fmt::format("kernel '{}': cannot run on the GPU: {}", f.name, why));
-  GpuBinary bin = compile_for_gpu(f, num_warps, num_stages, target_arch());
+  const std::string arch = target_arch();
+  const std::string key = cache_key(ir::print(f), arch, num_warps, num_stages);
   auto k = std::make_shared<GpuKernel>();
   k->name = f.name;
   k->num_warps = num_warps;
-  k->shared_bytes = bin.shared_bytes;
-  char log[8192] = {};
-  int opts[] = {cuda::kJitErrorLogBuffer, cuda::kJitErrorLogBufferSizeBytes};
-  void* vals[] = {log, reinterpret_cast<void*>(sizeof log)};
-  cuda::CUresult r = d->cuModuleLoadDataEx(&k->module, bin.ptx.c_str(), 2, opts, vals);
-  if (r != 0) cuda::check(r, "cuModuleLoadDataEx", fmt::format(" loading kernel '{}': {}", f.name, log));
-  cuda::check(d->cuModuleGetFunction(&k->function, k->module, bin.entry.c_str()), "cuModuleGetFunction",
-              fmt::format(" for kernel '{}' (entry {})", f.name, bin.entry));
+  std::optional<CachedBinary> bin = cache_read(key);
+  if (!bin || d->cuModuleLoadData(&k->module, bin->binary.data()) != 0) {
+    k->module = nullptr;
+    GpuBinary fresh = compile_for_gpu(f, num_warps, num_stages, arch);
+    bin = CachedBinary{fresh.entry, link_ptx(*d, fresh.ptx, f.name)};
+    cuda::check(d->cuModuleLoadData(&k->module, bin->binary.data()), "cuModuleLoadData",
+                fmt::format(" loading kernel '{}'", f.name));
+    cache_write(key, *bin);
+  }
+  cuda::check(d->cuModuleGetFunction(&k->function, k->module, bin->entry.c_str()), "cuModuleGetFunction",
+              fmt::format(" for kernel '{}' (entry {})", f.name, bin->entry));
+  int static_shared = 0;
+  d->cuFuncGetAttribute(&static_shared, cuda::kFuncAttrSharedSizeBytes, k->function);
+  k->shared_bytes = 0;  // dynamic; codegen declares its shared memory statically
+  k->static_shared_bytes = static_shared;
   d->cuFuncGetAttribute(&k->registers, cuda::kFuncAttrNumRegs, k->function);
   d->cuFuncGetAttribute(&k->local_bytes, cuda::kFuncAttrLocalSizeBytes, k->function);
   int max_shared = cuda::device_info().max_shared_optin;
-  if (k->shared_bytes > max_shared && max_shared > 0)
+  if (k->shared_bytes + k->static_shared_bytes > max_shared && max_shared > 0)
     throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory (num_warps={}, num_stages={}) but the GPU "
                             "offers at most {} per block; use smaller blocks or fewer stages",
-                            f.name, k->shared_bytes, num_warps, num_stages, max_shared));
+                            f.name, k->shared_bytes + k->static_shared_bytes, num_warps, num_stages, max_shared));
   if (k->shared_bytes > 48 * 1024)
     cuda::check(d->cuFuncSetAttribute(k->function, cuda::kFuncAttrMaxDynamicSharedSizeBytes, k->shared_bytes),
                 "cuFuncSetAttribute", fmt::format(" (kernel '{}', {} bytes of shared memory)", f.name, k->shared_bytes));

@@ -15,8 +15,7 @@ namespace tiledsl::runtime {
 // What codegen hands the runtime for one kernel.
 struct GpuBinary {
   std::string ptx;
-  std::string entry;  // the kernel's symbol in the PTX
-  int shared_bytes = 0;  // dynamic shared memory the kernel needs
+  std::string entry;  // the kernel's symbol in the PTX (shared memory is declared statically in it)
 };
 
 // Provided by lib/codegen when it is built in (TILEDSL_HAS_CODEGEN); throws otherwise.
@@ -29,7 +28,9 @@ std::string target_arch();
 struct GpuKernel {
   cuda::CUmodule module = nullptr;
   cuda::CUfunction function = nullptr;
-  int shared_bytes = 0, registers = 0, local_bytes = 0, num_warps = 4;
+  int shared_bytes = 0;         // dynamic shared memory passed at launch
+  int static_shared_bytes = 0;  // declared in the binary
+  int registers = 0, local_bytes = 0, num_warps = 4;
   std::string name;
   ~GpuKernel();
 };

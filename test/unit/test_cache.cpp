@@ -1,0 +1,100 @@
+// The on-disk kernel cache: round trip, corruption and truncation detected, concurrent writers.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "runtime/cuda/DiskCache.h"
+
+using namespace tiledsl::runtime;
+
+namespace {
+struct TempCacheDir {
+  std::filesystem::path dir;
+  TempCacheDir() {
+    dir = std::filesystem::temp_directory_path() / ("tiledsl-cache-test-" + std::to_string(std::random_device{}()));
+    setenv("TILEDSL_CACHE_DIR", dir.c_str(), 1);
+    unsetenv("TILEDSL_ALWAYS_COMPILE");
+  }
+  ~TempCacheDir() {
+    std::filesystem::remove_all(dir);
+    unsetenv("TILEDSL_CACHE_DIR");
+  }
+};
+
+std::string random_bytes(size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(g());
+  return s;
+}
+}  // namespace
+
+TEST_CASE("cache keys depend on the IR, target and options", "[unit]") {
+  auto k = cache_key("kernel @a() {}", "sm_90", 4, 3);
+  CHECK(k.size() == 32);
+  CHECK(k == cache_key("kernel @a() {}", "sm_90", 4, 3));
+  CHECK(k != cache_key("kernel @b() {}", "sm_90", 4, 3));
+  CHECK(k != cache_key("kernel @a() {}", "sm_80", 4, 3));
+  CHECK(k != cache_key("kernel @a() {}", "sm_90", 8, 3));
+  CHECK(k != cache_key("kernel @a() {}", "sm_90", 4, 2));
+}
+
+TEST_CASE("cache entries round-trip and bad entries are rejected", "[unit]") {
+  TempCacheDir tmp;
+  std::string key = cache_key("ir", "sm_90", 4, 3);
+  CHECK(!cache_read(key));
+  CachedBinary b{"my_kernel", random_bytes(4099, 1)};
+  cache_write(key, b);
+  auto r = cache_read(key);
+  REQUIRE(r);
+  CHECK(r->entry == "my_kernel");
+  CHECK(r->binary == b.binary);
+
+  setenv("TILEDSL_ALWAYS_COMPILE", "1", 1);
+  CHECK(!cache_read(key));
+  unsetenv("TILEDSL_ALWAYS_COMPILE");
+
+  auto file = tmp.dir / (key + ".cubin");
+  auto size = std::filesystem::file_size(file);
+  {  // flip one byte of the payload: the checksum catches it
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size - 100));
+    char c;
+    f.read(&c, 1);
+    f.seekp(static_cast<std::streamoff>(size - 100));
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  CHECK(!cache_read(key));
+  cache_write(key, b);
+  REQUIRE(cache_read(key));
+  std::filesystem::resize_file(file, size - 7);  // truncated, as by a crash mid-write without rename
+  CHECK(!cache_read(key));
+}
+
+TEST_CASE("concurrent writers and readers never see a partial entry", "[unit]") {
+  TempCacheDir tmp;
+  std::string key = cache_key("shared", "sm_90", 4, 3);
+  std::vector<CachedBinary> versions;
+  for (unsigned i = 0; i < 4; ++i) versions.push_back({"k" + std::to_string(i), random_bytes(200000 + i * 17, i)});
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (unsigned t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        cache_write(key, versions[(t + static_cast<unsigned>(i)) % versions.size()]);
+        if (auto r = cache_read(key)) {
+          bool known = false;
+          for (const auto& v : versions) known |= r->entry == v.entry && r->binary == v.binary;
+          if (!known) ++bad;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(bad == 0);
+  CHECK(cache_read(key));
+}
