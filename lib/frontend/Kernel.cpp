@@ -113,8 +113,9 @@ Device check_args(const KernelImpl& k, std::span<const LaunchArg> args, const So
 
 // Triton's specialisation: constexpr values, and for each integer whether it is 1 or a multiple
 // of 16, for each pointer whether it is 16-byte aligned.
-std::vector<int64_t> spec_key(const KernelImpl& k, std::span<const LaunchArg> args) {
-  std::vector<int64_t> key;
+// Fills `key` (a reused buffer: the launch path allocates nothing once warm).
+void spec_key(const KernelImpl& k, std::span<const LaunchArg> args, std::vector<int64_t>& key) {
+  key.clear();
   for (size_t i = 0; i < args.size(); ++i) {
     switch (k.specs[i].kind) {
       case ParamKind::pointer: key.push_back(reinterpret_cast<uintptr_t>(args[i].t->data_ptr()) % 16 == 0); break;
@@ -124,7 +125,6 @@ std::vector<int64_t> spec_key(const KernelImpl& k, std::span<const LaunchArg> ar
       case ParamKind::constexpr_: key.push_back(args[i].i); break;
     }
   }
-  return key;
 }
 
 ir::Type param_type(const ParamSpec& p) {
@@ -180,16 +180,19 @@ void dump_ir(const ir::Function& f) {
   std::ofstream(std::filesystem::path(dir) / fmt::format("{}-{:016x}.tir", f.name, h)) << text;
 }
 
-std::shared_ptr<detail::Specialization> specialise(KernelImpl& k, std::span<const LaunchArg> args) {
-  auto key = spec_key(k, args);
+// The specialisation for these arguments, traced on first use. Entries are never removed, so
+// the pointer stays valid for the kernel's lifetime.
+detail::Specialization* specialise(KernelImpl& k, std::span<const LaunchArg> args) {
+  thread_local std::vector<int64_t> key;
+  spec_key(k, args, key);
   std::lock_guard lock(k.mu);
   auto it = k.cache.find(key);
-  if (it != k.cache.end()) return it->second;
+  if (it != k.cache.end()) return it->second.get();
   auto s = std::make_shared<detail::Specialization>();
   s->fn = trace(k, args, key);
   dump_ir(*s->fn);
   k.cache.emplace(key, s);
-  return s;
+  return s.get();
 }
 }  // namespace
 
@@ -198,12 +201,12 @@ namespace {
 // the arguments into fixed storage and launch.
 void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o, std::span<const LaunchArg> args,
                 Dim3 grid) {
-  std::shared_ptr<runtime::GpuKernel> gk;
+  const runtime::GpuKernel* gk;
   {
     std::lock_guard lock(k.mu);
     auto& slot = spec.gpu[{o.num_warps, o.num_stages}];
     if (!slot) slot = runtime::load_gpu_kernel(*spec.fn, o.num_warps, o.num_stages);
-    gk = slot;
+    gk = slot.get();  // loaded kernels live as long as the specialisation
   }
   std::array<runtime::GpuArg, 64> packed;
   size_t n = 0;
