@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
+
+#include <random>
+
 #include "runtime/Backend.h"
 #include "runtime/cuda/Driver.h"
 
@@ -96,6 +100,124 @@ const tl::Kernel layernorm_kernel = tl::kernel(
       tl::store(y + row * stride + cols, d * rstd * tl::load(w + cols, mask) + tl::load(b + cols, mask), mask);
     });
 
+// SpMM, one program per row as Triton's row kernel: BLOCK_NNZ nonzeros at a time, each
+// scaling a row of the dense matrix, summed over the chunk.
+const tl::Kernel spmm_kernel = tl::kernel(
+    "spmm_rows", {"vals", "row_ptr", "cols", "b", "c", "N_COLS", "BLOCK_NNZ"},
+    [](tl::Ptr<float> vals, tl::Ptr<int32_t> row_ptr, tl::Ptr<int32_t> cols, tl::Ptr<float> b, tl::Ptr<float> c,
+       tl::Constexpr N_COLS, tl::Constexpr BLOCK_NNZ) {
+      auto row = tl::program_id(0);
+      auto start = tl::load(row_ptr + row), end = tl::load(row_ptr + row + 1);
+      auto oc = tl::arange(0, N_COLS);
+      auto acc = tl::zeros<float>({N_COLS});
+      tl::range(start, end, BLOCK_NNZ, [&](tl::Int i) {
+        auto oi = i + tl::arange(0, BLOCK_NNZ);
+        auto m = oi < end;
+        auto col = tl::load(cols + oi, m, 0);
+        auto v = tl::load(vals + oi, m, 0.0f);
+        auto rows = tl::load(b + col(tl::_, tl::newaxis) * N_COLS + oc(tl::newaxis, tl::_), m(tl::_, tl::newaxis), 0.0f);
+        acc = acc + tl::sum(v(tl::_, tl::newaxis) * rows, 0);
+      });
+      tl::store(c + row * N_COLS + oc, acc);
+    });
+
+// cuSPARSE's generic SpMM through dlopen (TILEDSL_CUSPARSE_PATH, else libcusparse.so.12), the
+// reference for the SpMM benchmark. Enum values are cusparse.h's.
+struct CuSparse {
+  using Status = int;
+  Status (*create)(void**);
+  Status (*create_csr)(void**, int64_t, int64_t, int64_t, void*, void*, void*, int, int, int, int);
+  Status (*create_dn_mat)(void**, int64_t, int64_t, int64_t, void*, int, int);
+  Status (*spmm_buffer_size)(void*, int, int, const void*, void*, void*, const void*, void*, int, int, size_t*);
+  Status (*spmm)(void*, int, int, const void*, void*, void*, const void*, void*, int, int, void*);
+  static constexpr int kIndex32 = 2, kBaseZero = 0, kR32F = 0, kRowMajor = 2, kNonTranspose = 0, kAlgDefault = 0;
+
+  static const CuSparse* load(std::string* why) {
+    const char* path = std::getenv("TILEDSL_CUSPARSE_PATH");
+    void* h = dlopen(path && *path ? path : "libcusparse.so.12", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      *why = dlerror();
+      return nullptr;
+    }
+    static CuSparse c;
+    c.create = reinterpret_cast<decltype(c.create)>(dlsym(h, "cusparseCreate"));
+    c.create_csr = reinterpret_cast<decltype(c.create_csr)>(dlsym(h, "cusparseCreateCsr"));
+    c.create_dn_mat = reinterpret_cast<decltype(c.create_dn_mat)>(dlsym(h, "cusparseCreateDnMat"));
+    c.spmm_buffer_size = reinterpret_cast<decltype(c.spmm_buffer_size)>(dlsym(h, "cusparseSpMM_bufferSize"));
+    c.spmm = reinterpret_cast<decltype(c.spmm)>(dlsym(h, "cusparseSpMM"));
+    if (!c.create || !c.create_csr || !c.create_dn_mat || !c.spmm_buffer_size || !c.spmm) {
+      *why = "missing cuSPARSE entry points";
+      return nullptr;
+    }
+    return &c;
+  }
+};
+
+void check_sparse(int status, const char* call) {
+  if (status != 0) throw tl::Error(std::string(call) + " failed with cuSPARSE status " + std::to_string(status));
+}
+
+void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
+  // Random CSR with sorted, distinct columns per row.
+  std::mt19937_64 g(42);
+  std::vector<int32_t> row_ptr{0}, cols;
+  std::vector<float> vals;
+  std::normal_distribution<float> normal;
+  int64_t per_row = static_cast<int64_t>(static_cast<double>(k) * density);
+  for (int64_t r = 0; r < m; ++r) {
+    std::vector<int32_t> c;
+    int64_t nnz_r = std::uniform_int_distribution<int64_t>(0, 2 * per_row)(g);
+    for (int64_t j = 0; j < nnz_r; ++j) c.push_back(static_cast<int32_t>(g() % static_cast<uint64_t>(k)));
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    for (int32_t col : c) {
+      cols.push_back(col);
+      vals.push_back(normal(g));
+    }
+    row_ptr.push_back(static_cast<int32_t>(cols.size()));
+  }
+  int64_t nnz = static_cast<int64_t>(cols.size());
+  auto t_vals = tl::Tensor::from_host(vals), t_cols = tl::Tensor::from_host(cols), t_rp = tl::Tensor::from_host(row_ptr);
+  auto b = tl::Tensor::randn({k, f}, 9), c = tl::Tensor::empty({m, f}), c_ref = tl::Tensor::empty({m, f});
+  auto launch = [&] { spmm_kernel[m](t_vals, t_rp, t_cols, b, c, f, 16); };
+  launch();
+  double ms = time_ms(launch);
+  double gflops = 2.0 * static_cast<double>(nnz * f) / ms / 1e6;
+  std::string name = "spmm " + std::to_string(m) + "x" + std::to_string(k) + " F=" + std::to_string(f);
+  std::string why;
+  const CuSparse* cs = CuSparse::load(&why);
+  if (!cs) {
+    std::printf("%-40s %10.4f ms %9.1f GFLOP/s   (no cuSPARSE: %s)\n", name.c_str(), ms, gflops, why.c_str());
+    return;
+  }
+  void *handle, *mat_a, *mat_b, *mat_c;
+  check_sparse(cs->create(&handle), "cusparseCreate");
+  check_sparse(cs->create_csr(&mat_a, m, k, nnz, t_rp.data_ptr(), t_cols.data_ptr(), t_vals.data_ptr(), CuSparse::kIndex32,
+                              CuSparse::kIndex32, CuSparse::kBaseZero, CuSparse::kR32F), "cusparseCreateCsr");
+  check_sparse(cs->create_dn_mat(&mat_b, k, f, f, b.data_ptr(), CuSparse::kR32F, CuSparse::kRowMajor), "cusparseCreateDnMat");
+  check_sparse(cs->create_dn_mat(&mat_c, m, f, f, c_ref.data_ptr(), CuSparse::kR32F, CuSparse::kRowMajor), "cusparseCreateDnMat");
+  float alpha = 1, beta = 0;
+  size_t bytes = 0;
+  check_sparse(cs->spmm_buffer_size(handle, CuSparse::kNonTranspose, CuSparse::kNonTranspose, &alpha, mat_a, mat_b, &beta,
+                                    mat_c, CuSparse::kR32F, CuSparse::kAlgDefault, &bytes), "cusparseSpMM_bufferSize");
+  auto buffer = tl::Tensor::empty({static_cast<int64_t>(bytes / 4 + 1)});
+  auto ref = [&] {
+    check_sparse(cs->spmm(handle, CuSparse::kNonTranspose, CuSparse::kNonTranspose, &alpha, mat_a, mat_b, &beta, mat_c,
+                          CuSparse::kR32F, CuSparse::kAlgDefault, buffer.data_ptr()), "cusparseSpMM");
+  };
+  ref();
+  auto got = c.to_host<float>(), want = c_ref.to_host<float>();
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  double ref_ms = time_ms(ref);
+  double ref_gflops = 2.0 * static_cast<double>(nnz * f) / ref_ms / 1e6;
+  std::printf("%-40s %10.4f ms %9.1f GFLOP/s   cuSPARSE %9.1f GFLOP/s   ratio %.3f   relerr %.1e\n", name.c_str(), ms,
+              gflops, ref_gflops, gflops / ref_gflops, std::sqrt(err / norm));
+}
+
 int64_t next_pow2(int64_t n) {
   int64_t p = 1;
   while (p < n) p *= 2;
@@ -174,5 +296,8 @@ int main(int argc, char** argv) {
     double bytes = 2.0 * m * n * 4;
     row("layernorm fwd f32 4096x4096", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }
+
+  bench_spmm(65536, 65536, 0.001, 128);
+  bench_spmm(16384, 16384, 0.01, 64);
   return 0;
 }

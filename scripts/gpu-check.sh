@@ -38,6 +38,13 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 
 echo "== benchmarks"
+# cuSPARSE for the SpMM reference: the toolkit's, or the one torch's wheels bring.
+if [ -z "${TILEDSL_CUSPARSE_PATH:-}" ]; then
+  TILEDSL_CUSPARSE_PATH=$(find /usr/local/cuda*/lib64 /usr/local/lib /usr/lib /opt -name 'libcusparse.so.1[0-9]*' 2>/dev/null | sort | tail -1)
+  export TILEDSL_CUSPARSE_PATH
+  # its own dependencies (nvJitLink) live beside it
+  [ -n "$TILEDSL_CUSPARSE_PATH" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$TILEDSL_CUSPARSE_PATH"):$(dirname "$TILEDSL_CUSPARSE_PATH")/../../nvjitlink/lib"
+fi
 export TILEDSL_CACHE_DIR="$work/cache"  # empty: the first launch is a cold compile
 (cd "$work" && timeout 300 "$bin/tiledsl-bench") 2>&1 | tee "$logs/bench.log"
 (cd "$work" && "$bin/tiledsl-bench" first-launch) 2>&1 | sed 's/^/warm start (disk cache): /' | tee -a "$logs/bench.log"
