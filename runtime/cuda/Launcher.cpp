@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 #include "ir/Printer.h"
@@ -59,15 +61,28 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
   auto k = std::make_shared<GpuKernel>();
   k->name = f.name;
   k->num_warps = num_warps;
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  auto t0 = Clock::now();
   std::optional<CachedBinary> bin = cache_read(key);
+  double compile_ms = 0, link_ms = 0;
   if (!bin || d->cuModuleLoadData(&k->module, bin->binary.data()) != 0) {
     k->module = nullptr;
+    auto t1 = Clock::now();
     GpuBinary fresh = compile_for_gpu(f, num_warps, num_stages, arch);
+    compile_ms = ms_since(t1);
+    t1 = Clock::now();
     bin = CachedBinary{fresh.entry, link_ptx(*d, fresh.ptx, f.name)};
+    link_ms = ms_since(t1);
     cuda::check(d->cuModuleLoadData(&k->module, bin->binary.data()), "cuModuleLoadData",
                 fmt::format(" loading kernel '{}'", f.name));
     cache_write(key, *bin);
   }
+  // TILEDSL_PRINT_COMPILE_TIMES: where a first launch's time goes.
+  if (const char* e = std::getenv("TILEDSL_PRINT_COMPILE_TIMES"); e && *e && *e != '0')
+    std::fprintf(stderr, "tiledsl: kernel '%s' (%s, %d warps): %s, passes+LLVM+PTX %.2f ms, PTX->cubin %.2f ms, total %.2f ms\n",
+                 f.name.c_str(), arch.c_str(), num_warps, compile_ms > 0 ? "compiled" : "from the disk cache", compile_ms,
+                 link_ms, ms_since(t0));
   cuda::check(d->cuModuleGetFunction(&k->function, k->module, bin->entry.c_str()), "cuModuleGetFunction",
               fmt::format(" for kernel '{}' (entry {})", f.name, bin->entry));
   int static_shared = 0;
