@@ -1,0 +1,67 @@
+// The flash-attention forward kernel of examples/attention.cpp, in a header so that the
+// benchmarks (bench/) time the same kernel. Design notes are in examples/attention.cpp.
+#pragma once
+
+#include <cmath>
+
+#include <tiledsl/tiledsl.h>
+
+namespace attention {
+namespace tl = tiledsl;
+
+inline const tl::Kernel attention_kernel = tl::kernel(
+    "attention_kernel",
+    {"q", "k", "v", "o", "sm_scale", "stride_z", "stride_h", "stride_n", "stride_d", "H", "N", "HEAD_DIM", "BLOCK_M",
+     "BLOCK_N", "CAUSAL"},
+    [](tl::Ptr<tl::bf16> q, tl::Ptr<tl::bf16> k, tl::Ptr<tl::bf16> v, tl::Ptr<float> o, tl::Float sm_scale,
+       tl::Int stride_z, tl::Int stride_h, tl::Int stride_n, tl::Int stride_d, tl::Int H, tl::Int N,
+       tl::Constexpr HEAD_DIM, tl::Constexpr BLOCK_M, tl::Constexpr BLOCK_N, tl::Constexpr CAUSAL) {
+      auto start_m = tl::program_id(0);
+      auto off_zh = tl::program_id(1);
+      auto head = (off_zh / H) * stride_z + (off_zh % H) * stride_h;
+      // Q and O are [N, HEAD_DIM] blocks; K is read transposed ([HEAD_DIM, N], order {0, 1}) so that
+      // Q @ K^T is a plain dot.
+      auto q_block = tl::make_block_ptr(q + head, {N, HEAD_DIM}, {stride_n, stride_d}, {start_m * BLOCK_M, 0},
+                                        {BLOCK_M, HEAD_DIM}, {1, 0});
+      auto k_block = tl::make_block_ptr(k + head, {HEAD_DIM, N}, {stride_d, stride_n}, {0, 0}, {HEAD_DIM, BLOCK_N},
+                                        {0, 1});
+      auto v_block = tl::make_block_ptr(v + head, {N, HEAD_DIM}, {stride_n, stride_d}, {0, 0}, {BLOCK_N, HEAD_DIM},
+                                        {1, 0});
+      auto o_block = tl::make_block_ptr(o + head, {N, HEAD_DIM}, {stride_n, stride_d}, {start_m * BLOCK_M, 0},
+                                        {BLOCK_M, HEAD_DIM}, {1, 0});
+
+      auto offs_m = start_m * BLOCK_M + tl::arange(0, BLOCK_M);
+      auto offs_n = tl::arange(0, BLOCK_N);
+      auto m_i = tl::full<float>({BLOCK_M}, -INFINITY);
+      auto l_i = tl::full<float>({BLOCK_M}, 1.0);
+      auto acc = tl::zeros<float>({BLOCK_M, HEAD_DIM});
+      // exp(x) = exp2(x * log2(e)): fold log2(e) into the scale once.
+      auto qk_scale = sm_scale * 1.44269504f;
+      auto q_tile = tl::load(q_block, {0});  // rows past N load as zeros and are never stored
+
+      // Causal programs stop at the last key block their rows can see.
+      tl::Int hi = CAUSAL ? tl::minimum((start_m + 1) * BLOCK_M, N) : N;
+      tl::range(0, hi, BLOCK_N, [&](tl::Int start_n) {
+        auto k_tile = tl::load(k_block, {1});
+        auto qk = tl::dot(q_tile, k_tile);
+        // Keys past N (and, when causal, keys after the query) get a score of -inf: weight zero.
+        auto cols = start_n + offs_n(tl::newaxis, tl::_);
+        auto keep = cols < N;
+        if (CAUSAL) keep = keep & (offs_m(tl::_, tl::newaxis) >= cols);
+        qk = tl::where(keep, qk * qk_scale, -INFINITY);
+        // Every row sees key 0 in the first block, so m_ij is finite from then on and no row is all -inf.
+        auto m_ij = tl::maximum(m_i, tl::max(qk, 1));
+        auto p = tl::exp2(qk - m_ij(tl::_, tl::newaxis));
+        auto alpha = tl::exp2(m_i - m_ij);
+        l_i = l_i * alpha + tl::sum(p, 1);
+        acc = acc * alpha(tl::_, tl::newaxis);
+        auto v_tile = tl::load(v_block, {0});
+        acc = tl::dot(p.to<tl::bf16>(), v_tile, acc);
+        m_i = m_ij;
+        k_block = tl::advance(k_block, {0, BLOCK_N});
+        v_block = tl::advance(v_block, {BLOCK_N, 0});
+      });
+      tl::store(o_block, acc / l_i(tl::_, tl::newaxis), {0});
+    });
+
+}  // namespace attention
