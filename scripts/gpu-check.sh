@@ -31,9 +31,9 @@ tail -3 "$logs/ops.log"
 
 echo "== compute-sanitizer"
 if command -v compute-sanitizer >/dev/null; then
-  for ex in add softmax; do
-    (cd "$work" && timeout 300 compute-sanitizer --tool memcheck "$bin/example-$ex") >"$logs/sanitizer-$ex.log" 2>&1
-    summary+=("compute-sanitizer example-$ex: $(grep -E 'ERROR SUMMARY' "$logs/sanitizer-$ex.log" | tail -1)")
+  for ex in "$bin"/example-*; do
+    (cd "$work" && timeout 90 compute-sanitizer --tool memcheck "$ex") >>"$logs/sanitizer.log" 2>&1
+    summary+=("compute-sanitizer $(basename "$ex"): $(tail -1 "$logs/sanitizer.log")")
   done
 fi
 
