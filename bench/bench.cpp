@@ -26,25 +26,8 @@ namespace {
 
 const cu::Driver& drv() { return *cu::driver(); }
 
-// Median milliseconds of `fn` over `rep` runs after `warmup`, with CUDA events around each run.
-double time_ms(const std::function<void()>& fn, int warmup = 20, int rep = 100) {
-  for (int i = 0; i < warmup; ++i) fn();
-  cu::CUevent start, stop;
-  cu::check(drv().cuEventCreate(&start, 0), "cuEventCreate");
-  cu::check(drv().cuEventCreate(&stop, 0), "cuEventCreate");
-  std::vector<float> ms(static_cast<size_t>(rep));
-  for (auto& m : ms) {
-    cu::check(drv().cuEventRecord(start, nullptr), "cuEventRecord");
-    fn();
-    cu::check(drv().cuEventRecord(stop, nullptr), "cuEventRecord");
-    cu::check(drv().cuEventSynchronize(stop), "cuEventSynchronize");
-    cu::check(drv().cuEventElapsedTime(&m, start, stop), "cuEventElapsedTime");
-  }
-  drv().cuEventDestroy(start);
-  drv().cuEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+// Median milliseconds of `fn` (tl::bench: CUDA events, L2 flushed before each run, as Triton's do_bench).
+double time_ms(const std::function<void()>& fn) { return tl::bench(fn, {.warmup = 20, .rep = 100}).median_ms; }
 
 // The memory-bound reference: copying `bytes` bytes (read + write) device to device.
 double copy_gbps(size_t bytes) {

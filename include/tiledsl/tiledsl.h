@@ -2,6 +2,7 @@
 // `namespace tl = tiledsl;`. See docs/language.md for every op.
 #pragma once
 
+#include "tiledsl/bench.h"
 #include "tiledsl/dtype.h"
 #include "tiledsl/error.h"
 #include "tiledsl/kernel.h"
