@@ -140,6 +140,12 @@ class Assigner {
         }
         return;
       }
+      case OpKind::Print:
+      case OpKind::Assert:
+        // Printing and checking read any layout: operands of different shapes keep their own.
+        for (const Value* v : op.operands)
+          if (is_tile(v)) decide(v, fallback(v));
+        return;
       case OpKind::Trans:
         if (is_tile(op.result())) result_layout(&op, 0);
         if (is_tile(op.operands[0])) decide(op.operands[0], fallback(op.operands[0]));

@@ -1,0 +1,72 @@
+#include "codegen/Lowering.h"
+
+namespace tiledsl::codegen {
+
+void Lowering::lower_for(const ir::Op& op) {
+  const ir::Block& body = *op.regions[0];
+  llvm::Value* lo = get(op.operands[0])[0];
+  llvm::Value* hi = get(op.operands[1])[0];
+  llvm::Value* step = get(op.operands[2])[0];
+  bool uns = is_unsigned(op.operands[0]->type.dtype());
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
+  auto* loop = llvm::BasicBlock::Create(ctx_, "for.body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "for.exit", fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
+  iv->addIncoming(lo, pre);
+  std::vector<std::vector<llvm::PHINode*>> phis;
+  for (size_t i = 3; i < op.operands.size(); ++i) {
+    std::vector<llvm::PHINode*> p;
+    Regs regs;
+    for (llvm::Value* init : get(op.operands[i])) {
+      p.push_back(b_.CreatePHI(init->getType(), 2));
+      p.back()->addIncoming(init, pre);
+      regs.push_back(p.back());
+    }
+    vals_[body.args[i - 2].get()] = regs;
+    vals_[op.result(i - 3)] = regs;
+    phis.push_back(p);
+  }
+  b_.CreateCondBr(uns ? b_.CreateICmpULT(iv, hi) : b_.CreateICmpSLT(iv, hi), loop, exit);
+  b_.SetInsertPoint(loop);
+  vals_[body.args[0].get()] = {iv};
+  auto yielded = block(body);
+  llvm::Value* next = b_.CreateAdd(iv, step);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  b_.CreateBr(header);
+  iv->addIncoming(next, latch);
+  for (size_t i = 0; i < phis.size(); ++i)
+    for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yielded[i][r], latch);
+  b_.SetInsertPoint(exit);
+}
+
+void Lowering::lower_if(const ir::Op& op) {
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
+  auto* else_bb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
+  auto* join = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
+  b_.CreateCondBr(get(op.operands[0])[0], then_bb, else_bb);
+  std::vector<Regs> out[2];
+  llvm::BasicBlock* ends[2];
+  llvm::BasicBlock* starts[2] = {then_bb, else_bb};
+  for (int k = 0; k < 2; ++k) {
+    b_.SetInsertPoint(starts[k]);
+    out[k] = block(*op.regions[static_cast<size_t>(k)]);
+    ends[k] = b_.GetInsertBlock();
+    b_.CreateBr(join);
+  }
+  b_.SetInsertPoint(join);
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    Regs regs;
+    for (size_t r = 0; r < out[0][i].size(); ++r) {
+      llvm::PHINode* p = b_.CreatePHI(out[0][i][r]->getType(), 2);
+      p->addIncoming(out[0][i][r], ends[0]);
+      p->addIncoming(out[1][i][r], ends[1]);
+      regs.push_back(p);
+    }
+    vals_[op.result(i)] = regs;
+  }
+}
+
+}  // namespace tiledsl::codegen

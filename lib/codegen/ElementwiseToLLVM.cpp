@@ -1,0 +1,139 @@
+#include "codegen/Lowering.h"
+
+namespace tiledsl::codegen {
+
+Regs Lowering::lower_elementwise(const ir::Op& op) {
+  size_t n = static_cast<size_t>(num_regs(op.result()));
+  Regs out;
+  for (size_t r = 0; r < n; ++r) {
+    std::vector<llvm::Value*> a;
+    for (const ir::Value* v : op.operands) a.push_back(get(v)[r]);
+    out.push_back(elementwise(op, a));
+  }
+  return out;
+}
+
+llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Value*>& a) {
+  ir::Type t = op.operands[0]->type;
+  DType d = t.dtype();
+  bool ptr = t.element().is_pointer();
+  bool flt = !ptr && is_float(d);
+  bool uns = is_unsigned(d) || d == DType::i1;
+  if (ir::has_trait(op.kind, ir::kFloatMath)) return math(op, a[0], d);
+  switch (op.kind) {
+    case OpKind::Add: return flt ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
+    case OpKind::Sub: return flt ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
+    case OpKind::Mul: return flt ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
+    case OpKind::Div: return flt ? b_.CreateFDiv(a[0], a[1]) : uns ? b_.CreateUDiv(a[0], a[1]) : b_.CreateSDiv(a[0], a[1]);
+    case OpKind::Rem: {
+      if (!flt) return uns ? b_.CreateURem(a[0], a[1]) : b_.CreateSRem(a[0], a[1]);
+      // fmod is exact (the result keeps x's sign, zero included), so narrow floats compute
+      // it in f32 and round back without error. frem's NVPTX expansion loses the sign of 0.
+      if (d == DType::f64) return libdevice("fmod", a[0]->getType(), {a[0], a[1]});
+      llvm::Type* f32 = b_.getFloatTy();
+      llvm::Value* r = libdevice("fmodf", f32, {b_.CreateFPExt(a[0], f32), b_.CreateFPExt(a[1], f32)});
+      return b_.CreateFPTrunc(r, a[0]->getType());
+    }
+    case OpKind::Max:
+      return flt ? b_.CreateMaxNum(a[0], a[1]) : intrinsic(uns ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, {a[0], a[1]}, {a[0]->getType()});
+    case OpKind::Min:
+      return flt ? b_.CreateMinNum(a[0], a[1]) : intrinsic(uns ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, {a[0], a[1]}, {a[0]->getType()});
+    case OpKind::And: return b_.CreateAnd(a[0], a[1]);
+    case OpKind::Or: return b_.CreateOr(a[0], a[1]);
+    case OpKind::Xor: return b_.CreateXor(a[0], a[1]);
+    case OpKind::Shl:
+    case OpKind::Shr: {
+      // Shifting by the width or more gives 0 (or the sign, for a signed right shift).
+      unsigned w = a[0]->getType()->getIntegerBitWidth();
+      llvm::Value* big = b_.CreateICmpUGE(a[1], llvm::ConstantInt::get(a[1]->getType(), w));
+      if (op.kind == OpKind::Shr && !uns)
+        return b_.CreateAShr(a[0], b_.CreateSelect(big, llvm::ConstantInt::get(a[1]->getType(), w - 1), a[1]));
+      llvm::Value* s = op.kind == OpKind::Shl ? b_.CreateShl(a[0], a[1]) : b_.CreateLShr(a[0], a[1]);
+      return b_.CreateSelect(big, llvm::ConstantInt::get(a[0]->getType(), 0), s);
+    }
+    case OpKind::Neg: return flt ? b_.CreateFNeg(a[0]) : b_.CreateNeg(a[0]);
+    case OpKind::Not: return b_.CreateNot(a[0]);
+    case OpKind::Abs:
+      if (flt) return intrinsic(llvm::Intrinsic::fabs, {a[0]}, {a[0]->getType()});
+      if (uns) return a[0];
+      return intrinsic(llvm::Intrinsic::abs, {a[0], b_.getFalse()}, {a[0]->getType()});
+    case OpKind::Cmp: return compare(op.attr_str("pred"), a[0], a[1], flt, uns || ptr);
+    case OpKind::Select: return b_.CreateSelect(a[0], a[1], a[2]);
+    case OpKind::Fma: return intrinsic(llvm::Intrinsic::fma, {a[0], a[1], a[2]}, {a[0]->getType()});
+    case OpKind::AddPtr: {
+      ir::Type ot = op.operands[1]->type;
+      llvm::Value* off = a[1];
+      if (off->getType() != b_.getInt64Ty())
+        off = is_unsigned(ot.dtype()) ? b_.CreateZExt(off, b_.getInt64Ty()) : b_.CreateSExt(off, b_.getInt64Ty());
+      return b_.CreateGEP(scalar_type(t.pointee().dtype() == DType::i1 ? DType::i8 : t.pointee().dtype()), a[0], off);
+    }
+    case OpKind::Cast: return cast(a[0], d, op.result()->type.dtype());
+    case OpKind::Bitcast: return b_.CreateBitCast(a[0], type_of(op.result()->type));
+    default: unsupported(op);
+  }
+}
+
+llvm::Value* Lowering::compare(const std::string& p, llvm::Value* x, llvm::Value* y, bool flt, bool uns) {
+  using P = llvm::CmpInst::Predicate;
+  P pred;
+  if (flt) pred = p == "eq" ? P::FCMP_OEQ : p == "ne" ? P::FCMP_UNE : p == "lt" ? P::FCMP_OLT : p == "le" ? P::FCMP_OLE : p == "gt" ? P::FCMP_OGT : P::FCMP_OGE;
+  else if (uns) pred = p == "eq" ? P::ICMP_EQ : p == "ne" ? P::ICMP_NE : p == "lt" ? P::ICMP_ULT : p == "le" ? P::ICMP_ULE : p == "gt" ? P::ICMP_UGT : P::ICMP_UGE;
+  else pred = p == "eq" ? P::ICMP_EQ : p == "ne" ? P::ICMP_NE : p == "lt" ? P::ICMP_SLT : p == "le" ? P::ICMP_SLE : p == "gt" ? P::ICMP_SGT : P::ICMP_SGE;
+  return flt ? b_.CreateFCmp(pred, x, y) : b_.CreateICmp(pred, x, y);
+}
+
+llvm::Value* Lowering::cast(llvm::Value* x, DType from, DType to) {
+  llvm::Type* tt = scalar_type(to);
+  if (is_float(from) && is_float(to)) {
+    // Rounds once to nearest even. f16 <-> bf16 goes through f32, which holds both exactly.
+    bool narrow_pair = (from == DType::f16 && to == DType::bf16) || (from == DType::bf16 && to == DType::f16);
+    if (narrow_pair) return b_.CreateFPTrunc(b_.CreateFPExt(x, b_.getFloatTy()), tt);
+    return b_.CreateFPCast(x, tt);
+  }
+  if (is_float(from)) {
+    // To bool: x != 0 (NaN and 0.5 are true). Otherwise as the interpreter (and cvt.rzi.sat):
+    // truncate, saturate, NaN becomes 0.
+    if (to == DType::i1) return b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0));
+    return intrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat, {x}, {tt, x->getType()});
+  }
+  bool uns = is_unsigned(from) || from == DType::i1;
+  if (is_float(to)) return uns ? b_.CreateUIToFP(x, tt) : b_.CreateSIToFP(x, tt);
+  if (to == DType::i1) return b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+  return b_.CreateIntCast(x, tt, !uns);
+}
+
+llvm::Value* Lowering::math(const ir::Op& op, llvm::Value* x, DType d) {
+  if (d != DType::f32 && d != DType::f64) {  // narrow floats compute in f32
+    llvm::Value* r = math(op, b_.CreateFPExt(x, b_.getFloatTy()), DType::f32);
+    return b_.CreateFPTrunc(r, x->getType());
+  }
+  llvm::Type* t = x->getType();
+  switch (op.kind) {
+    case OpKind::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, {x}, {t});
+    case OpKind::Floor: return intrinsic(llvm::Intrinsic::floor, {x}, {t});
+    case OpKind::Ceil: return intrinsic(llvm::Intrinsic::ceil, {x}, {t});
+    default: break;
+  }
+  std::string fn;
+  switch (op.kind) {
+    case OpKind::Exp: fn = "exp"; break;
+    case OpKind::Exp2: fn = "exp2"; break;
+    case OpKind::Log: fn = "log"; break;
+    case OpKind::Log2: fn = "log2"; break;
+    case OpKind::Rsqrt: fn = "rsqrt"; break;
+    case OpKind::Sin: fn = "sin"; break;
+    case OpKind::Cos: fn = "cos"; break;
+    case OpKind::Erf: fn = "erf"; break;
+    default: unsupported(op);
+  }
+  return libdevice(fn + (d == DType::f32 ? "f" : ""), t, {x});
+}
+
+// A call of libdevice's __nv_<name> (linked by the target step) with arguments and result of type `t`.
+llvm::Value* Lowering::libdevice(const std::string& name, llvm::Type* t, llvm::ArrayRef<llvm::Value*> args) {
+  std::vector<llvm::Type*> params(args.size(), t);
+  llvm::FunctionCallee callee = mod_->getOrInsertFunction("__nv_" + name, llvm::FunctionType::get(t, params, false));
+  return b_.CreateCall(callee, args);
+}
+
+}  // namespace tiledsl::codegen

@@ -1,0 +1,183 @@
+// The lowering of one kernel, shared by the XxxToLLVM.cpp files (one per op family of
+// ir/Ops.def). Internal to lib/codegen. Every tile value becomes the list of LLVM values this
+// thread holds, one per register of its layout (passes/Layouts.h); a scalar is a list of one.
+#pragma once
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/Lower.h"
+#include "passes/AxisInfo.h"
+#include "passes/Layouts.h"
+#include "support/Error.h"
+
+namespace tiledsl::codegen {
+
+using ir::OpKind;
+using passes::DistributedLayout;
+using passes::Shape;
+using Regs = std::vector<llvm::Value*>;
+
+constexpr unsigned kGlobal = 1, kShared = 3;
+
+inline const DistributedLayout* layout(const ir::Value* v) {
+  const DistributedLayout* l = passes::layout_of(v->type);
+  TILEDSL_CHECK(l, "codegen: tile value without a layout (run assign_layouts first): ", v->type.str());
+  return l;
+}
+
+inline Shape masked(Shape off, const Shape& shape) {
+  for (size_t d = 0; d < off.size(); ++d) off[d] &= shape[d] - 1;
+  return off;
+}
+
+class Lowering {
+ public:
+  Lowering(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts)
+      : f_(f), ctx_(ctx), opts_(opts), mod_(std::make_unique<llvm::Module>(f.name, ctx)), b_(ctx),
+        axes_(passes::analyze_axes(f)) {}
+
+  std::unique_ptr<llvm::Module> run();
+
+ private:
+  // --- Types, values, helpers (Lower.cpp) ------------------------------------------------
+  llvm::Type* scalar_type(DType t);
+  llvm::Type* type_of(ir::Type t);
+  // Memory holds i1 as one byte.
+  llvm::Type* memory_type(ir::Type t) {
+    return t.dtype() == DType::i1 && !t.element().is_pointer() ? b_.getInt8Ty() : type_of(t);
+  }
+  unsigned alloc_size(llvm::Type* t) const {
+    return static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(t));
+  }
+
+  [[noreturn]] void unsupported(const std::string& what) const {
+    throw Error(fmt::format("codegen: in kernel '{}': {} is not supported by the GPU code generator yet", f_.name, what));
+  }
+  [[noreturn]] void unsupported(const ir::Op& op, const std::string& what = "") const {
+    throw Error(fmt::format("{}: codegen: in kernel '{}': {}: {}not supported by the GPU code generator yet",
+                            op.loc.line ? op.loc.str() : "<unknown>", f_.name, op.name(), what.empty() ? "" : what + " "));
+  }
+
+  llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args,
+                         llvm::ArrayRef<llvm::Type*> types = {}) {
+    return b_.CreateCall(llvm::Intrinsic::getDeclaration(mod_.get(), id, types), args);
+  }
+
+  const Regs& get(const ir::Value* v) {
+    auto it = vals_.find(v);
+    TILEDSL_CHECK(it != vals_.end(), "codegen: value used before it was lowered");
+    return it->second;
+  }
+  int64_t num_regs(const ir::Value* v) { return v->type.is_tile() ? layout(v)->num_regs(v->type.shape()) : 1; }
+
+  // The thread part of dimension `d` of `l`'s index, as an i32.
+  llvm::Value* thread_part(const DistributedLayout* l, size_t d);
+  // The index of every register of a tile value of `type`: idx[reg][dim], i32.
+  std::vector<std::vector<llvm::Value*>> indices(ir::Type type);
+  llvm::Value* linear(const std::vector<llvm::Value*>& idx, const Shape& shape);
+  // Which registers of a value of `type` this thread owns: each element of a tile has exactly
+  // one owner among all threads and registers (layouts may replicate elements), and a scalar
+  // is owned by thread 0. `pred` is an i1 that holds in the owning threads, or null when every
+  // thread owns its registers.
+  struct Owned {
+    std::vector<int64_t> regs;
+    llvm::Value* pred = nullptr;
+  };
+  Owned owned(ir::Type type);
+
+  // --- Shared memory (Lower.cpp) ----------------------------------------------------------
+  // Every use of shared memory starts with a barrier (earlier readers are done) and is sized
+  // into one static buffer.
+  llvm::Value* shared(int64_t bytes);
+  void barrier() { intrinsic(llvm::Intrinsic::nvvm_barrier0, {}); }
+  void finish_shared_memory();
+  llvm::Value* to_memory(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
+  llvm::Value* from_memory(llvm::Value* v, ir::Type t) {
+    return t.dtype() == DType::i1 && !t.element().is_pointer() ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
+  }
+  // Gives every thread the value of `regs` (a tile or scalar of `type`) that its owner
+  // (owned()) computed: other threads' registers may hold anything on entry.
+  Regs from_owners(const Regs& regs, ir::Type type);
+
+  // --- Blocks and ops (Lower.cpp) ---------------------------------------------------------
+  // Lowers the ops of `blk` up to its yield; returns the yielded values.
+  std::vector<Regs> block(const ir::Block& blk);
+  void lower(const ir::Op& op);
+  Regs value_op(const ir::Op& op);
+  void annotate();
+
+  // --- Shapes and layout conversions (ConvertLayoutToLLVM.cpp) ---------------------------
+  // Moves the elements of `src` (a tile of `src_type`) into the registers of `dst_type`
+  // through shared memory; dst element `i` reads src element `src_of(i)` (row-major linear).
+  Regs shuffle(const Regs& src, ir::Type src_type, ir::Type dst_type,
+               const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of);
+  Regs lower_shape(const ir::Op& op);
+  std::optional<Regs> register_map(const ir::Value* in, const ir::Value* res, const std::vector<int>& src_dim);
+
+  // --- Elementwise (ElementwiseToLLVM.cpp) -------------------------------------------------
+  Regs lower_elementwise(const ir::Op& op);
+  llvm::Value* elementwise(const ir::Op& op, const std::vector<llvm::Value*>& a);
+  llvm::Value* compare(const std::string& p, llvm::Value* x, llvm::Value* y, bool flt, bool uns);
+  llvm::Value* cast(llvm::Value* x, DType from, DType to);
+  llvm::Value* math(const ir::Op& op, llvm::Value* x, DType d);
+  llvm::Value* libdevice(const std::string& name, llvm::Type* t, llvm::ArrayRef<llvm::Value*> args);
+
+  // --- Memory (MemoryToLLVM.cpp) -----------------------------------------------------------
+  int contiguous_regs(const ir::Value* v);
+  int vector_width(const ir::Op& op);
+  // Runs `body` only where `pred` holds (no branch when there is no predicate); returns the
+  // value `body` produced there, or `otherwise` elsewhere.
+  llvm::Value* predicated(llvm::Value* pred, llvm::Value* otherwise, const std::function<llvm::Value*()>& body);
+  Regs lower_load(const ir::Op& op);
+  void lower_store(const ir::Op& op);
+  Regs lower_atomic(const ir::Op& op);
+
+  // --- Reductions and scans (ReduceScanToLLVM.cpp) ----------------------------------------
+  // Applies the combine region of `op` to one pair of element lists.
+  std::vector<llvm::Value*> combine(const ir::Op& op, const std::vector<llvm::Value*>& lhs,
+                                    const std::vector<llvm::Value*>& rhs);
+  llvm::Value* shuffle_xor(llvm::Value* v, int mask);
+  void lower_reduce(const ir::Op& op);
+  void lower_scan(const ir::Op& op);
+
+  // --- Dot (DotToLLVM.cpp) -----------------------------------------------------------------
+  Regs lower_dot(const ir::Op& op);
+
+  // --- Control flow (ControlFlowToLLVM.cpp) ------------------------------------------------
+  void lower_for(const ir::Op& op);
+  void lower_if(const ir::Op& op);
+
+  // --- Random numbers and debugging (PhiloxToLLVM.cpp, DebugToLLVM.cpp) --------------------
+  void lower_philox(const ir::Op& op);
+  void lower_print(const ir::Op& op);
+  void lower_assert(const ir::Op& op);
+  // A call of vprintf with `format` and `args` (promoted as C varargs: i32, i64, double, ptr).
+  void device_printf(const std::string& format, const std::vector<llvm::Value*>& args);
+  // The program id along each axis, as i32.
+  std::vector<llvm::Value*> program_ids();
+
+  const ir::Function& f_;
+  llvm::LLVMContext& ctx_;
+  const CompileOptions& opts_;
+  std::unique_ptr<llvm::Module> mod_;
+  llvm::IRBuilder<> b_;
+  passes::AxisInfoMap axes_;
+  llvm::Function* fn_ = nullptr;
+  llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
+  llvm::GlobalVariable* smem_ = nullptr;
+  int64_t smem_bytes_ = 0;
+  std::unordered_map<const ir::Value*, Regs> vals_;
+};
+
+}  // namespace tiledsl::codegen

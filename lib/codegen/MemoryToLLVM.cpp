@@ -1,0 +1,158 @@
+#include "codegen/Lowering.h"
+
+namespace tiledsl::codegen {
+
+// --- Memory ------------------------------------------------------------------------------
+// How many consecutive registers of `v` (a tile) hold consecutive elements along the last
+// dimension, starting at every multiple of the result.
+int Lowering::contiguous_regs(const ir::Value* v) {
+  const DistributedLayout* l = layout(v);
+  const Shape& s = v->type.shape();
+  size_t last = s.size() - 1;
+  int64_t n = l->num_regs(s);
+  int best = 1;
+  for (int k = 2; k <= n && k <= 16; k *= 2) {
+    bool ok = true;
+    for (int64_t r = 0; r < n && ok; ++r) {
+      Shape base = l->reg_offset(s, r - r % k), off = l->reg_offset(s, r);
+      for (size_t d = 0; d < s.size() && ok; ++d)
+        ok = off[d] == base[d] + (d == last ? r % k : 0);
+      ok = ok && (base[last] % k) == 0 && off[last] < s[last];
+    }
+    if (!ok) break;
+    best = k;
+  }
+  return best;
+}
+
+int Lowering::vector_width(const ir::Op& op) {
+  if (!op.operands[0]->type.is_tile()) return 1;
+  return std::min(passes::memory_vector_width(op, axes_), contiguous_regs(op.operands[0]));
+}
+
+
+// Runs `body` only where `pred` holds (no branch when there is no predicate); returns the
+// value `body` produced there, or `otherwise` elsewhere.
+llvm::Value* Lowering::predicated(llvm::Value* pred, llvm::Value* otherwise, const std::function<llvm::Value*()>& body) {
+  if (!pred) return body();
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, "masked", fn_);
+  auto* join = llvm::BasicBlock::Create(ctx_, "join", fn_);
+  b_.CreateCondBr(pred, then_bb, join);
+  b_.SetInsertPoint(then_bb);
+  llvm::Value* v = body();
+  llvm::BasicBlock* end = b_.GetInsertBlock();
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
+  if (!otherwise) return nullptr;
+  llvm::PHINode* phi = b_.CreatePHI(otherwise->getType(), 2);
+  phi->addIncoming(v, end);
+  phi->addIncoming(otherwise, from);
+  return phi;
+}
+
+Regs Lowering::lower_load(const ir::Op& op) {
+  const ir::Value* res = op.result();
+  llvm::Type* et = memory_type(res->type);
+  int vec = vector_width(op);
+  const Regs& ptrs = get(op.operands[0]);
+  const Regs* mask = op.operands.size() > 1 ? &get(op.operands[1]) : nullptr;
+  const Regs* other = op.operands.size() > 2 ? &get(op.operands[2]) : nullptr;
+  unsigned bytes = static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(et));
+  Regs out;
+  for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
+    llvm::Type* vt = vec > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec))) : et;
+    llvm::Value* fallback = nullptr;
+    if (mask) {
+      fallback = llvm::UndefValue::get(vt);
+      for (int j = 0; j < vec; ++j) {
+        llvm::Value* o = other ? to_memory((*other)[r + static_cast<size_t>(j)]) : llvm::Constant::getNullValue(et);
+        fallback = vec > 1 ? b_.CreateInsertElement(fallback, o, static_cast<uint64_t>(j)) : o;
+      }
+    }
+    llvm::Value* v = predicated(mask ? (*mask)[r] : nullptr, fallback, [&] {
+      return b_.CreateAlignedLoad(vt, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)));
+    });
+    for (int j = 0; j < vec; ++j)
+      out.push_back(from_memory(vec > 1 ? b_.CreateExtractElement(v, static_cast<uint64_t>(j)) : v, res->type));
+  }
+  return out;
+}
+
+void Lowering::lower_store(const ir::Op& op) {
+  ir::Type vt_ir = op.operands[1]->type;
+  llvm::Type* et = memory_type(vt_ir);
+  int vec = vector_width(op);
+  const Regs& ptrs = get(op.operands[0]);
+  const Regs& vals = get(op.operands[1]);
+  const Regs* mask = op.operands.size() > 2 ? &get(op.operands[2]) : nullptr;
+  unsigned bytes = static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(et));
+  for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
+    llvm::Value* v;
+    if (vec > 1) {
+      v = llvm::UndefValue::get(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec)));
+      for (int j = 0; j < vec; ++j) v = b_.CreateInsertElement(v, to_memory(vals[r + static_cast<size_t>(j)]), static_cast<uint64_t>(j));
+    } else {
+      v = to_memory(vals[r]);
+    }
+    predicated(mask ? (*mask)[r] : nullptr, nullptr, [&] {
+      b_.CreateAlignedStore(v, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)));
+      return nullptr;
+    });
+  }
+}
+
+
+// --- Atomics -----------------------------------------------------------------------------
+// One atomic per element, by the element's owner only (a layout may replicate elements, and
+// every thread holds a scalar), skipped where the mask is false; the old values then reach
+// the replicas through shared memory. Masked-off elements read 0, as in the interpreter.
+Regs Lowering::lower_atomic(const ir::Op& op) {
+  const ir::Value* res = op.result();
+  ir::Type rt = res->type;
+  llvm::Type* et = type_of(rt);
+  bool flt = is_float(rt.dtype());
+  bool uns = is_unsigned(rt.dtype());
+  bool cas = op.kind == OpKind::AtomicCAS;
+  const Regs& ptrs = get(op.operands[0]);
+  const Regs& vals = get(op.operands[cas ? 2 : 1]);
+  const Regs* cmps = cas ? &get(op.operands[1]) : nullptr;
+  const Regs* mask = !cas && op.operands.size() > 2 ? &get(op.operands[2]) : nullptr;
+  const std::string kind = cas ? "cas" : op.attr_str("kind");
+  using B = llvm::AtomicRMWInst::BinOp;
+  B bop = B::Xchg;
+  if (kind == "add") bop = flt ? B::FAdd : B::Add;
+  else if (kind == "max") bop = flt ? B::FMax : uns ? B::UMax : B::Max;
+  else if (kind == "min") bop = flt ? B::FMin : uns ? B::UMin : B::Min;
+  else if (kind == "and") bop = B::And;
+  else if (kind == "or") bop = B::Or;
+  else if (kind == "xor") bop = B::Xor;
+  else if (kind != "xchg" && kind != "cas") unsupported(op, "kind '" + kind + "'");
+  // Bit-exact exchanges and compare-and-swaps run on integers of the same width.
+  llvm::Type* it = b_.getIntNTy(static_cast<unsigned>(mod_->getDataLayout().getTypeSizeInBits(et)));
+  auto as_int = [&](llvm::Value* v) { return flt ? b_.CreateBitCast(v, it) : v; };
+  auto from_int = [&](llvm::Value* v) { return flt ? b_.CreateBitCast(v, et) : v; };
+  llvm::Align align(alloc_size(et));
+  const auto order = llvm::AtomicOrdering::AcquireRelease;
+  Owned o = owned(rt);
+  Regs out(ptrs.size(), llvm::Constant::getNullValue(et));
+  llvm::Value* zero = llvm::Constant::getNullValue(et);
+  for (int64_t r64 : o.regs) {
+    size_t r = static_cast<size_t>(r64);
+    llvm::Value* pred = o.pred;
+    if (mask) pred = pred ? b_.CreateAnd(pred, (*mask)[r]) : (*mask)[r];
+    out[r] = predicated(pred, zero, [&]() -> llvm::Value* {
+      if (cas) {
+        auto* x = b_.CreateAtomicCmpXchg(ptrs[r], as_int((*cmps)[r]), as_int(vals[r]), align, order,
+                                         llvm::AtomicOrdering::Monotonic);
+        return from_int(b_.CreateExtractValue(x, 0));
+      }
+      if (bop == B::Xchg) return from_int(b_.CreateAtomicRMW(bop, ptrs[r], as_int(vals[r]), align, order));
+      return b_.CreateAtomicRMW(bop, ptrs[r], vals[r], align, order);
+    });
+  }
+  if (!o.pred && static_cast<int64_t>(o.regs.size()) == num_regs(res)) return out;
+  return from_owners(out, rt);
+}
+
+}  // namespace tiledsl::codegen
