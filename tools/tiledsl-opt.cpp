@@ -4,14 +4,14 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
-#include "passes/AssignLayouts.h"
+#include "passes/Pipeline.h"
 #ifdef TILEDSL_ENABLE_CODEGEN
 #include "codegen/Codegen.h"
-#include "passes/Pipeline.h"
 #endif
 
 namespace {
@@ -20,7 +20,9 @@ const char* kUsage =
     "Parses tile IR, verifies it and prints it in canonical form.\n"
     "  --no-locations     do not print loc(...) on ops\n"
     "  --no-verify        do not run the verifier on the input\n"
-    "  --assign-layouts   give every tile a layout (passes/AssignLayouts.h)\n"
+    "  --pass=NAME        run pass NAME (repeatable; in the order given, verifying after each)\n"
+    "  --list-passes      print every pass, in pipeline order, with what it does\n"
+    "  --assign-layouts   same as --pass=assign-layouts\n"
     "  --num-warps=N      warps per program for layouts and codegen (default 4)\n"
     "  --emit=llvm|ptx    run the pass pipeline and print LLVM IR (after O3) or PTX\n"
     "  --arch=sm_80|sm_90 the GPU to compile for (default sm_80)\n"
@@ -31,13 +33,25 @@ bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p,
 
 int main(int argc, char** argv) {
   std::string path, emit, arch = "sm_80";
-  bool locations = true, verify = true, layouts = false, optimize = true;
+  bool locations = true, verify = true, optimize = true;
+  std::vector<const tiledsl::passes::PassInfo*> passes;
   int num_warps = 4;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--no-locations") locations = false;
     else if (a == "--no-verify") verify = false;
-    else if (a == "--assign-layouts") layouts = true;
+    else if (a == "--assign-layouts") passes.push_back(tiledsl::passes::find_pass("assign-layouts"));
+    else if (starts_with(a, "--pass=")) {
+      const auto* p = tiledsl::passes::find_pass(a.substr(7));
+      if (!p) {
+        std::cerr << "tiledsl-opt: unknown pass '" << a.substr(7) << "' (--list-passes names them)\n";
+        return 2;
+      }
+      passes.push_back(p);
+    } else if (a == "--list-passes") {
+      for (const auto& p : tiledsl::passes::pipeline_passes()) std::cout << p.name << "\n  " << p.description << "\n";
+      return 0;
+    }
     else if (a == "--O0") optimize = false;
     else if (starts_with(a, "--num-warps=")) num_warps = std::stoi(a.substr(12));
     else if (starts_with(a, "--emit=")) emit = a.substr(7);
@@ -78,8 +92,10 @@ int main(int argc, char** argv) {
       return 2;
 #endif
     }
-    if (layouts) {
-      tiledsl::passes::assign_layouts(*f, num_warps);
+    tiledsl::passes::PipelineOptions popts;
+    popts.num_warps = num_warps;
+    for (const auto* p : passes) {
+      p->run(*f, popts);
       tiledsl::ir::verify(*f);
     }
     std::cout << tiledsl::ir::print(*f, {locations});

@@ -1,17 +1,67 @@
 #include "passes/Pipeline.h"
 
 #include "ir/Verifier.h"
+#include "passes/AllocateShared.h"
 #include "passes/AssignLayouts.h"
+#include "passes/CSE.h"
+#include "passes/Canonicalize.h"
+#include "passes/DCE.h"
+#include "passes/RemoveConvertLayouts.h"
 
 namespace tiledsl::passes {
 
-void run_pipeline(ir::Function& f, const PipelineOptions& opts) {
-  auto done = [&](const char* name) {
-    ir::verify(f);
-    if (opts.after_pass) opts.after_pass(name, f);
+// The order of the pipeline is the order of this list.
+const std::vector<PassInfo>& pipeline_passes() {
+  static const std::vector<PassInfo> kPasses = {
+      {"canonicalize",
+       "Folds arithmetic, comparisons and casts of constants (and of splats of constants) into "
+       "one constant or splat with the interpreter's exact semantics, applies the identities that "
+       "hold bit for bit (integer x + 0 and x - 0, x * 1; never float x + 0.0), picks the operand "
+       "of a select with a constant condition, turns broadcast/reshape/expand_dims of a splat into "
+       "one splat, and removes broadcasts, reshapes and casts to the operand's own type.",
+       [](ir::Function& f, const PipelineOptions&) { canonicalize(f); }},
+      {"cse",
+       "Common-subexpression elimination: a Pure op equal to an earlier one (kind, operands, "
+       "attributes, result types) in the same or an enclosing block is replaced by it. Loads, "
+       "stores, atomics and ops with regions are never merged.",
+       [](ir::Function& f, const PipelineOptions&) { cse(f); }},
+      {"dce",
+       "Dead-code elimination: erases Pure ops, and for/if ops holding only Pure ops, whose "
+       "results are unused, until none is left. Loads, stores, atomics, prints and asserts stay.",
+       [](ir::Function& f, const PipelineOptions&) { dce(f); }},
+      {"assign-layouts",
+       "Gives every tile a distributed layout: loads and stores anchor coalesced blocked layouts "
+       "(vector width from the axis analysis) that flow back to the values feeding them; "
+       "reductions produce slices; convert_layout is inserted where a value is wanted in two "
+       "layouts.",
+       [](ir::Function& f, const PipelineOptions& o) { assign_layouts(f, o.num_warps); }},
+      {"remove-convert-layouts",
+       "Removes convert_layout to the operand's own layout, folds a conversion of a conversion "
+       "into one, and recomputes splats and aranges in the target layout instead of converting "
+       "them.",
+       [](ir::Function& f, const PipelineOptions&) { remove_convert_layouts(f); }},
+      {"allocate-shared",
+       "Analysis: gives every op whose lowering uses shared memory (layout conversions through "
+       "memory, dot, cross-warp reductions, scans, atomics) a byte offset in one arena, sharing "
+       "space between buffers whose live ranges do not overlap; records smem_offset/smem_bytes "
+       "on the ops and shared_bytes on the kernel. Codegen does not read them yet.",
+       [](ir::Function& f, const PipelineOptions&) { allocate_shared(f); }},
   };
-  assign_layouts(f, opts.num_warps);
-  done("assign-layouts");
+  return kPasses;
+}
+
+const PassInfo* find_pass(const std::string& name) {
+  for (const PassInfo& p : pipeline_passes())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+void run_pipeline(ir::Function& f, const PipelineOptions& opts) {
+  for (const PassInfo& p : pipeline_passes()) {
+    p.run(f, opts);
+    ir::verify(f);
+    if (opts.after_pass) opts.after_pass(p.name, f);
+  }
 }
 
 }  // namespace tiledsl::passes

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "ir/IR.h"
 
@@ -13,6 +14,19 @@ struct PipelineOptions {
   // Called after each pass with its name (TILEDSL_DUMP_DIR writes the IR at each step).
   std::function<void(const std::string& pass, const ir::Function&)> after_pass;
 };
+
+// One pass as the tools name it: its command-line name, a paragraph on the rewrite it does,
+// and how to run it.
+struct PassInfo {
+  const char* name;
+  const char* description;
+  void (*run)(ir::Function& f, const PipelineOptions& opts);
+};
+
+// Every pass, in pipeline order.
+const std::vector<PassInfo>& pipeline_passes();
+// The pass called `name`, or null.
+const PassInfo* find_pass(const std::string& name);
 
 // Runs every pass in order on `f`, verifying the IR after each.
 void run_pipeline(ir::Function& f, const PipelineOptions& opts);

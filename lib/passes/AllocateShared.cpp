@@ -1,0 +1,176 @@
+#include "passes/AllocateShared.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "passes/Layouts.h"
+
+namespace tiledsl::passes {
+
+namespace {
+using ir::Op;
+using ir::OpKind;
+using ir::Type;
+using ir::Value;
+
+constexpr int64_t kAlign = 16;
+
+int64_t round_up(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+// Bytes of one element in shared memory: booleans take a byte, pointers 8.
+int64_t element_bytes(Type t) { return byte_size(t.dtype()); }
+int64_t product(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+Shape masked(Shape off, const Shape& shape) {
+  for (size_t d = 0; d < off.size(); ++d) off[d] &= shape[d] - 1;
+  return off;
+}
+
+// Whether every thread already holds the source registers a shape op's result needs (then
+// codegen moves registers and uses no shared memory). Mirrors Lowering::register_map in
+// lib/codegen/ConvertLayoutToLLVM.cpp.
+bool register_map(const Value* in, const Value* res, const std::vector<int>& src_dim) {
+  const DistributedLayout *li = layout_of(in->type), *lo = layout_of(res->type);
+  if (!li || !lo) return false;
+  const Shape &is = in->type.shape(), &os = res->type.shape();
+  auto ti = li->thread_terms(), to = lo->thread_terms();
+  auto same = [](const ThreadTerm& a, const ThreadTerm& b) {
+    return a.lane_shift == b.lane_shift && a.lane_bits == b.lane_bits && a.lane_scale == b.lane_scale &&
+           a.warp_shift == b.warp_shift && a.warp_bits == b.warp_bits && a.warp_scale == b.warp_scale;
+  };
+  for (size_t d = 0; d < os.size(); ++d)
+    if (src_dim[d] >= 0 && !same(to[d], ti[static_cast<size_t>(src_dim[d])])) return false;
+  std::map<Shape, int64_t> by_offset;
+  for (int64_t r = 0; r < li->num_regs(is); ++r) by_offset.try_emplace(masked(li->reg_offset(is, r), is), r);
+  for (int64_t r = 0; r < lo->num_regs(os); ++r) {
+    Shape off = masked(lo->reg_offset(os, r), os);
+    Shape want(is.size(), 0);
+    for (size_t d = 0; d < os.size(); ++d)
+      if (src_dim[d] >= 0) want[static_cast<size_t>(src_dim[d])] = off[d];
+    if (!by_offset.count(masked(want, is))) return false;
+  }
+  return true;
+}
+
+// Shape ops: through shared memory unless registers can be moved (Lowering::lower_shape).
+int64_t shape_op_bytes(const Op& op) {
+  const Value* in = op.operands[0];
+  const Value* res = op.result();
+  if (!in->type.is_tile() || !res->type.is_tile()) return 0;
+  const Shape &is = in->type.shape(), &os = res->type.shape();
+  if (op.kind != OpKind::Trans) {
+    std::vector<int> src_dim(os.size(), -1);
+    bool paired = true;
+    if (op.kind == OpKind::Broadcast) {
+      for (size_t d = 0; d < os.size(); ++d) src_dim[d] = is[d] == 1 ? -1 : static_cast<int>(d);
+    } else if (op.kind != OpKind::ConvertLayout || is == os) {
+      size_t j = 0;
+      for (size_t d = 0; d < os.size() && paired; ++d) {
+        if (os[d] == 1) continue;
+        while (j < is.size() && is[j] == 1) ++j;
+        if (j == is.size() || is[j] != os[d]) paired = false;
+        else src_dim[d] = static_cast<int>(j++);
+      }
+    }
+    if (paired && register_map(in, res, src_dim)) return 0;
+  }
+  return in->type.numel() * element_bytes(in->type);
+}
+
+// Reductions: partial results cross warps through shared memory when warps split the axis
+// (Lowering::lower_reduce).
+int64_t reduce_bytes(const Op& op) {
+  const Value* in0 = op.operands[0];
+  const DistributedLayout* l = layout_of(in0->type);
+  if (!l) return 0;
+  const Shape& shape = in0->type.shape();
+  size_t axis = static_cast<size_t>(op.attr_int("axis"));
+  ThreadTerm t = l->thread_terms()[axis];
+  int warp_bits = 0;
+  while (warp_bits < t.warp_bits && (t.warp_scale << warp_bits) < shape[axis]) ++warp_bits;
+  if (!warp_bits) return 0;
+  Shape out_shape = shape;
+  out_shape.erase(out_shape.begin() + static_cast<long>(axis));
+  int64_t slots = product(out_shape) << warp_bits, bytes = 0;
+  for (const Value* v : op.operands) bytes = round_up(bytes + slots * element_bytes(v->type));
+  return bytes;
+}
+
+// The bytes of shared memory `op`'s lowering uses, 0 for none.
+int64_t scratch_bytes(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims:
+    case OpKind::Reshape:
+    case OpKind::ConvertLayout:
+    case OpKind::Trans: return shape_op_bytes(op);
+    case OpKind::Dot: {
+      const Shape &a = op.operands[0]->type.shape(), &b = op.operands[1]->type.shape();
+      return (a[0] * a[1] + b[0] * b[1]) * 4;  // a and b as f32, b after a
+    }
+    case OpKind::Reduce: return reduce_bytes(op);
+    case OpKind::Scan: {
+      int64_t bytes = 0;
+      for (const Value* v : op.operands) bytes = round_up(bytes + v->type.numel() * element_bytes(v->type));
+      return bytes;
+    }
+    case OpKind::AtomicRMW:
+    case OpKind::AtomicCAS: {
+      Type t = op.result()->type;
+      return std::max<int64_t>(t.is_tile() ? t.numel() : 1, 1) * element_bytes(t);
+    }
+    default: return 0;
+  }
+}
+
+struct Buffer {
+  Op* op;
+  int64_t bytes;
+  int64_t first, last;  // live range, in program-order op numbers
+  int64_t offset = 0;
+};
+}  // namespace
+
+void allocate_shared(ir::Function& f) {
+  std::vector<Buffer> buffers;
+  int64_t position = 0;
+  ir::walk(f.body, [&](const Op* op) {
+    int64_t n = position++;
+    Op* mut = const_cast<Op*>(op);
+    mut->attrs.erase("smem_offset");
+    mut->attrs.erase("smem_bytes");
+    if (int64_t bytes = scratch_bytes(*op)) buffers.push_back({mut, round_up(bytes), n, n});
+  });
+  // Largest first, each at the lowest offset clear of the buffers already placed that are
+  // live at the same time.
+  std::vector<Buffer*> order;
+  for (auto& b : buffers) order.push_back(&b);
+  std::stable_sort(order.begin(), order.end(), [](const Buffer* a, const Buffer* b) { return a->bytes > b->bytes; });
+  std::vector<const Buffer*> placed;
+  int64_t total = 0;
+  for (Buffer* b : order) {
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const Buffer* p : placed)
+      if (p->first <= b->last && b->first <= p->last) busy.emplace_back(p->offset, p->offset + p->bytes);
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (auto [lo, hi] : busy) {
+      if (at + b->bytes <= lo) break;
+      at = std::max(at, hi);
+    }
+    b->offset = at;
+    placed.push_back(b);
+    total = std::max(total, at + b->bytes);
+  }
+  for (const auto& b : buffers) {
+    b.op->attrs["smem_offset"] = b.offset;
+    b.op->attrs["smem_bytes"] = b.bytes;
+  }
+  f.attrs.erase("shared_bytes");
+  if (total) f.attrs["shared_bytes"] = total;
+}
+
+}  // namespace tiledsl::passes

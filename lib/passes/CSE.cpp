@@ -1,0 +1,104 @@
+#include "passes/CSE.h"
+
+#include <cstring>
+#include <functional>
+#include <unordered_map>
+
+namespace tiledsl::passes {
+
+namespace {
+using ir::Block;
+using ir::Op;
+using ir::Value;
+
+// Attribute equality that tells -0.0 from 0.0 (two constants the printer and the GPU keep apart).
+bool same_attr(const ir::Attr& a, const ir::Attr& b) {
+  if (a.index() != b.index()) return false;
+  if (auto* x = std::get_if<double>(&a)) {
+    double y = std::get<double>(b);
+    return std::memcmp(x, &y, sizeof y) == 0;
+  }
+  return a == b;
+}
+
+bool same(const Op& a, const Op& b) {
+  if (a.kind != b.kind || a.operands != b.operands || a.results.size() != b.results.size() ||
+      a.attrs.size() != b.attrs.size())
+    return false;
+  for (size_t i = 0; i < a.results.size(); ++i)
+    if (a.result(i)->type != b.result(i)->type) return false;
+  for (auto ia = a.attrs.begin(), ib = b.attrs.begin(); ia != a.attrs.end(); ++ia, ++ib)
+    if (ia->first != ib->first || !same_attr(ia->second, ib->second)) return false;
+  return true;
+}
+
+size_t hash_of(const Op& op) {
+  size_t h = static_cast<size_t>(op.kind);
+  auto mix = [&](size_t x) { h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  for (const Value* v : op.operands) mix(std::hash<const Value*>()(v));
+  for (const auto& [k, v] : op.attrs) mix(std::hash<std::string>()(k));
+  return h;
+}
+
+class Eliminator {
+ public:
+  bool run(ir::Function& f) {
+    block(f.body);
+    if (changed_) f.number_values();
+    return changed_;
+  }
+
+ private:
+  Value* lookup(Value* v) const {
+    auto it = replaced_.find(v);
+    return it == replaced_.end() ? v : it->second;
+  }
+
+  // Scopes are a stack: entries a block adds are removed when it ends.
+  void block(Block& b) {
+    std::vector<std::pair<size_t, Op*>> added;
+    std::vector<std::unique_ptr<Op>> kept;
+    for (auto& owned : b.ops) {
+      Op& op = *owned;
+      for (auto& v : op.operands) v = lookup(v);
+      for (auto& r : op.regions) block(*r);
+      if (!ir::has_trait(op.kind, ir::kPure) || !op.regions.empty() || op.results.empty()) {
+        kept.push_back(std::move(owned));
+        continue;
+      }
+      size_t h = hash_of(op);
+      Op* earlier = nullptr;
+      auto [lo, hi] = available_.equal_range(h);
+      for (auto it = lo; it != hi && !earlier; ++it)
+        if (same(*it->second, op)) earlier = it->second;
+      if (!earlier) {
+        available_.emplace(h, &op);
+        added.emplace_back(h, &op);
+        kept.push_back(std::move(owned));
+        continue;
+      }
+      for (size_t i = 0; i < op.results.size(); ++i) replaced_[op.result(i)] = earlier->result(i);
+      erased_.push_back(std::move(owned));
+      changed_ = true;
+    }
+    b.ops = std::move(kept);
+    for (auto [h, op] : added) {
+      auto [lo, hi] = available_.equal_range(h);
+      for (auto it = lo; it != hi; ++it)
+        if (it->second == op) {
+          available_.erase(it);
+          break;
+        }
+    }
+  }
+
+  std::unordered_multimap<size_t, Op*> available_;
+  std::unordered_map<const Value*, Value*> replaced_;
+  std::vector<std::unique_ptr<Op>> erased_;
+  bool changed_ = false;
+};
+}  // namespace
+
+bool cse(ir::Function& f) { return Eliminator().run(f); }
+
+}  // namespace tiledsl::passes

@@ -1,0 +1,288 @@
+#include "passes/Canonicalize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+namespace tiledsl::passes {
+
+namespace {
+using ir::Block;
+using ir::Op;
+using ir::OpKind;
+using ir::Type;
+using ir::Value;
+
+// A scalar constant as the interpreter holds it: integers (and booleans) in `i`, floats in `f`.
+struct Const {
+  bool flt = false;
+  int64_t i = 0;
+  double f = 0;
+};
+
+bool holds_float(Type t) { return !t.element().is_pointer() && is_float(t.dtype()); }
+bool is_integer(Type t) { return !t.element().is_pointer() && is_int(t.dtype()); }
+// Float dtypes whose arithmetic the GPU rounds as the interpreter does (once, to the dtype).
+bool foldable_float(DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64; }
+
+// The constant `v` holds: a constant op, or a splat of one.
+std::optional<Const> constant_of(const Value* v) {
+  const Op* d = v->def;
+  if (d && d->kind == OpKind::Splat) d = d->operands[0]->def;
+  if (!d || d->kind != OpKind::Constant) return std::nullopt;
+  const ir::Attr& a = d->attrs.at("value");
+  Const c;
+  c.flt = holds_float(d->result()->type);
+  if (c.flt) c.f = std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
+  else c.i = std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a));
+  return c;
+}
+
+bool compare(const std::string& p, auto a, auto b) {
+  if (p == "eq") return a == b;
+  if (p == "ne") return a != b;
+  if (p == "lt") return a < b;
+  if (p == "le") return a <= b;
+  if (p == "gt") return a > b;
+  return a >= b;
+}
+
+// Integer binary ops of dtype `d`, as runtime/Interpreter.cpp computes them.
+int64_t int_binary(OpKind k, DType d, int64_t a, int64_t b) {
+  const bool uns = is_unsigned(d);
+  const int width = bit_width(d);
+  uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  int64_t r = 0;
+  switch (k) {
+    case OpKind::Add: r = static_cast<int64_t>(ua + ub); break;
+    case OpKind::Sub: r = static_cast<int64_t>(ua - ub); break;
+    case OpKind::Mul: r = static_cast<int64_t>(ua * ub); break;
+    case OpKind::Div:
+    case OpKind::Rem:
+      if (b == 0) {  // defined: all bits set, remainder = dividend
+        r = k == OpKind::Div ? -1 : a;
+        break;
+      }
+      if (uns) r = static_cast<int64_t>(k == OpKind::Div ? ua / ub : ua % ub);
+      else if (b == -1) r = k == OpKind::Div ? static_cast<int64_t>(0ull - ua) : 0;
+      else r = k == OpKind::Div ? a / b : a % b;
+      break;
+    case OpKind::Max: r = uns ? static_cast<int64_t>(std::max(ua, ub)) : std::max(a, b); break;
+    case OpKind::Min: r = uns ? static_cast<int64_t>(std::min(ua, ub)) : std::min(a, b); break;
+    case OpKind::And: r = a & b; break;
+    case OpKind::Or: r = a | b; break;
+    case OpKind::Xor: r = a ^ b; break;
+    case OpKind::Shl: r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua << ub); break;
+    case OpKind::Shr:
+      if (uns) r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua >> ub);
+      else r = a >> std::min<uint64_t>(ub, 63);
+      break;
+    default: break;
+  }
+  return d == DType::i1 ? (r & 1) : wrap_int(d, r);
+}
+
+std::optional<double> float_binary(OpKind k, double a, double b) {
+  switch (k) {
+    case OpKind::Add: return a + b;
+    case OpKind::Sub: return a - b;
+    case OpKind::Mul: return a * b;
+    case OpKind::Div: return a / b;
+    case OpKind::Rem: return std::fmod(a, b);
+    case OpKind::Max: return std::fmax(a, b);
+    case OpKind::Min: return std::fmin(a, b);
+    default: return std::nullopt;
+  }
+}
+
+// The value of `op` applied to constant operands `c`, when it can be computed exactly as
+// the interpreter would.
+std::optional<Const> fold(const Op& op, const std::vector<Const>& c) {
+  Type t = op.operands[0]->type;
+  DType d = t.dtype(), rd = op.result()->type.dtype();
+  bool flt = holds_float(t);
+  if (flt && !foldable_float(d)) return std::nullopt;
+  Const out;
+  out.flt = holds_float(op.result()->type);
+  if (ir::has_trait(op.kind, ir::kBinary)) {
+    if (!flt) {
+      out.i = int_binary(op.kind, d, c[0].i, c[1].i);
+      return out;
+    }
+    auto r = float_binary(op.kind, c[0].f, c[1].f);
+    if (!r) return std::nullopt;
+    out.f = round_to(d, *r);
+  } else {
+    switch (op.kind) {
+      case OpKind::Cmp: {
+        const std::string& p = op.attr_str("pred");
+        if (flt) out.i = compare(p, c[0].f, c[1].f);
+        else if (d == DType::u64) out.i = compare(p, static_cast<uint64_t>(c[0].i), static_cast<uint64_t>(c[1].i));
+        else out.i = compare(p, c[0].i, c[1].i);
+        return out;
+      }
+      case OpKind::Neg:
+        if (flt) out.f = -c[0].f;
+        else out.i = wrap_int(d, static_cast<int64_t>(0ull - static_cast<uint64_t>(c[0].i)));
+        break;
+      case OpKind::Abs:
+        if (flt) out.f = std::fabs(c[0].f);
+        else if (is_unsigned(d)) out.i = c[0].i;
+        else out.i = wrap_int(d, c[0].i < 0 ? static_cast<int64_t>(0ull - static_cast<uint64_t>(c[0].i)) : c[0].i);
+        break;
+      case OpKind::Not:
+        out.i = d == DType::i1 ? !c[0].i : wrap_int(d, ~c[0].i);
+        break;
+      case OpKind::Cast:
+        if (out.flt && !foldable_float(rd)) return std::nullopt;
+        if (flt && out.flt) out.f = round_to(rd, c[0].f);
+        else if (flt) {
+          if (rd != DType::i1) return std::nullopt;  // saturating truncation: left to the interpreter
+          out.i = c[0].f != 0;
+        } else if (out.flt) {
+          // One rounding from the exact integer: exact in double below 64 bits.
+          if (bit_width(d) == 64 && rd != DType::f64) return std::nullopt;
+          double x = d == DType::u64 ? static_cast<double>(static_cast<uint64_t>(c[0].i)) : static_cast<double>(c[0].i);
+          out.f = round_to(rd, x);
+        } else {
+          out.i = rd == DType::i1 ? c[0].i != 0 : wrap_int(rd, c[0].i);
+        }
+        break;
+      default: return std::nullopt;
+    }
+  }
+  if (out.flt && std::isnan(out.f)) return std::nullopt;  // NaN payloads differ between targets
+  return out;
+}
+
+bool is_zero(const std::optional<Const>& c) { return c && !c->flt && c->i == 0; }
+bool is_one(const std::optional<Const>& c) { return c && (c->flt ? c->f == 1.0 : c->i == 1); }
+
+class Canonicalizer {
+ public:
+  bool run(ir::Function& f) {
+    block(f.body);
+    if (changed_) f.number_values();
+    return changed_;
+  }
+
+ private:
+  Value* lookup(Value* v) const {
+    auto it = replaced_.find(v);
+    return it == replaced_.end() ? v : it->second;
+  }
+
+  // Ops are visited in program order, so every use of a replaced value comes after the
+  // replacement is recorded: one sweep rewrites all uses.
+  void block(Block& b) {
+    std::vector<std::unique_ptr<Op>> kept;
+    for (auto& owned : b.ops) {
+      Op& op = *owned;
+      for (auto& v : op.operands) v = lookup(v);
+      for (auto& r : op.regions) block(*r);
+      fresh_.clear();
+      Value* v = rewrite(op);
+      for (auto& n : fresh_) {
+        n->parent = &b;
+        kept.push_back(std::move(n));
+      }
+      if (v) {
+        replaced_[op.result()] = v;
+        changed_ = true;
+        erased_.push_back(std::move(owned));  // kept alive: its results are keys of replaced_
+      } else {
+        kept.push_back(std::move(owned));
+      }
+    }
+    b.ops = std::move(kept);
+  }
+
+  Value* make(OpKind k, std::vector<Value*> operands, Type result, ir::Attrs attrs, const ir::Location& loc) {
+    auto op = std::make_unique<Op>();
+    op->kind = k;
+    op->operands = std::move(operands);
+    op->attrs = std::move(attrs);
+    op->loc = loc;
+    Value* v = op->add_result(result);
+    fresh_.push_back(std::move(op));
+    return v;
+  }
+  // A constant of `type` (a scalar, or a tile filled by a splat).
+  Value* materialize(const Const& c, Type type, const ir::Location& loc) {
+    Type scalar = type.element();
+    ir::Attr value = c.flt ? ir::Attr{c.f} : ir::Attr{c.i};
+    Value* s = make(OpKind::Constant, {}, scalar, {{"value", value}}, loc);
+    return type.is_tile() ? make(OpKind::Splat, {s}, type, {}, loc) : s;
+  }
+
+  // The value that replaces `op`'s single result, or null to keep the op.
+  Value* rewrite(Op& op) {
+    if (op.results.size() != 1 || !op.regions.empty()) return nullptr;
+    Type rt = op.result()->type;
+    auto same_type = [&](Value* v) { return v->type == rt ? v : nullptr; };
+    switch (op.kind) {
+      case OpKind::Cast:
+      case OpKind::Bitcast:
+      case OpKind::Broadcast:
+      case OpKind::Reshape:
+        if (Value* v = same_type(op.operands[0])) return v;
+        break;
+      default: break;
+    }
+    switch (op.kind) {
+      case OpKind::Broadcast:
+      case OpKind::Reshape:
+      case OpKind::ExpandDims: {
+        const Op* d = op.operands[0]->def;
+        if (d && d->kind == OpKind::Splat) return make(OpKind::Splat, {d->operands[0]}, rt, {}, op.loc);
+        return nullptr;
+      }
+      case OpKind::Select: {
+        auto c = constant_of(op.operands[0]);
+        return c ? same_type(op.operands[c->i ? 1 : 2]) : nullptr;
+      }
+      default: break;
+    }
+    bool foldable = ir::has_trait(op.kind, ir::kBinary) || op.kind == OpKind::Cmp || op.kind == OpKind::Neg ||
+                    op.kind == OpKind::Not || op.kind == OpKind::Abs || op.kind == OpKind::Cast;
+    if (!foldable) return nullptr;
+    std::vector<Const> cs;
+    for (Value* v : op.operands) {
+      auto c = constant_of(v);
+      if (!c) break;
+      cs.push_back(*c);
+    }
+    if (cs.size() == op.operands.size()) {
+      if (auto r = fold(op, cs)) return materialize(*r, rt, op.loc);
+      return nullptr;
+    }
+    if (op.operands.size() != 2) return nullptr;
+    Value *a = op.operands[0], *b = op.operands[1];
+    auto ca = constant_of(a), cb = constant_of(b);
+    bool integer = is_integer(rt);
+    switch (op.kind) {
+      case OpKind::Add:
+        if (!integer) return nullptr;
+        if (is_zero(cb)) return same_type(a);
+        if (is_zero(ca)) return same_type(b);
+        return nullptr;
+      case OpKind::Sub: return integer && is_zero(cb) ? same_type(a) : nullptr;
+      case OpKind::Mul:
+        if (!integer && !holds_float(rt)) return nullptr;
+        if (is_one(cb)) return same_type(a);
+        if (is_one(ca)) return same_type(b);
+        return nullptr;
+      default: return nullptr;
+    }
+  }
+
+  std::unordered_map<const Value*, Value*> replaced_;
+  std::vector<std::unique_ptr<Op>> erased_, fresh_;
+  bool changed_ = false;
+};
+}  // namespace
+
+bool canonicalize(ir::Function& f) { return Canonicalizer().run(f); }
+
+}  // namespace tiledsl::passes
