@@ -70,7 +70,7 @@ int main() {
     auto img = tl::Tensor::from_host(host, {h, w}), out = tl::Tensor::full({h, w}, NAN);
     const double range_coef = -1.4426950408889634 / (2 * kSigmaRange * kSigmaRange);
     const int block_h = 16, block_w = 32;
-    bilateral_kernel[tl::grid(tl::cdiv(h, block_h), tl::cdiv(w, block_w))](
+    bilateral_kernel[tl::grid(tl::cdiv(h, block_h), tl::cdiv(w, block_w))].options({.num_warps = 8})(
         img, out, h, w, static_cast<int>(img.stride(0)), range_coef, block_h, block_w);
 
     std::vector<double> in(host.begin(), host.end()), want(in.size());

@@ -1,5 +1,7 @@
 #include "codegen/Lowering.h"
 
+#include <llvm/IR/InlineAsm.h>
+
 namespace tiledsl::codegen {
 
 Regs Lowering::lower_elementwise(const ir::Op& op) {
@@ -24,9 +26,14 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
     case OpKind::Add: return flt ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
     case OpKind::Sub: return flt ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
     case OpKind::Mul: return flt ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
-    case OpKind::Div: return flt ? b_.CreateFDiv(a[0], a[1]) : uns ? b_.CreateUDiv(a[0], a[1]) : b_.CreateSDiv(a[0], a[1]);
+    case OpKind::Div:
+      if (!flt) return int_divide(op.kind, a[0], a[1], uns);
+      // f32 `/` is div.full.f32 (within 2 ulp), as Triton's: the IEEE-rounded div.rn costs several
+      // times the instructions. Other widths divide exactly.
+      if (d == DType::f32) return inline_ptx("div.full.f32 $0, $1, $2;", "=f,f,f", a[0]->getType(), {a[0], a[1]});
+      return b_.CreateFDiv(a[0], a[1]);
     case OpKind::Rem: {
-      if (!flt) return uns ? b_.CreateURem(a[0], a[1]) : b_.CreateSRem(a[0], a[1]);
+      if (!flt) return int_divide(op.kind, a[0], a[1], uns);
       // fmod is exact (the result keeps x's sign, zero included), so narrow floats compute
       // it in f32 and round back without error. frem's NVPTX expansion loses the sign of 0.
       if (d == DType::f64) return libdevice("fmod", a[0]->getType(), {a[0], a[1]});
@@ -102,12 +109,45 @@ llvm::Value* Lowering::cast(llvm::Value* x, DType from, DType to) {
   return b_.CreateIntCast(x, tt, !uns);
 }
 
+// Integer / and % with the interpreter's defined results where LLVM's are undefined: a zero
+// divisor gives all bits set (quotient) or the dividend (remainder), and MIN / -1 wraps.
+llvm::Value* Lowering::int_divide(OpKind k, llvm::Value* x, llvm::Value* y, bool uns) {
+  llvm::Type* t = x->getType();
+  auto c = [&](int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); };
+  llvm::Value* zero = b_.CreateICmpEQ(y, c(0));
+  llvm::Value* minus_one = uns ? b_.getFalse() : b_.CreateICmpEQ(y, c(-1));
+  llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, minus_one), c(1), y);
+  llvm::Value* q;
+  if (k == OpKind::Div) {
+    q = uns ? b_.CreateUDiv(x, safe) : b_.CreateSDiv(x, safe);
+    if (!uns) q = b_.CreateSelect(minus_one, b_.CreateNeg(x), q);
+    return b_.CreateSelect(zero, c(-1), q);
+  }
+  q = uns ? b_.CreateURem(x, safe) : b_.CreateSRem(x, safe);
+  if (!uns) q = b_.CreateSelect(minus_one, c(0), q);
+  return b_.CreateSelect(zero, x, q);
+}
+
+llvm::Value* Lowering::inline_ptx(const char* asm_text, const char* constraints, llvm::Type* result,
+                                  llvm::ArrayRef<llvm::Value*> args) {
+  std::vector<llvm::Type*> params;
+  for (llvm::Value* a : args) params.push_back(a->getType());
+  auto* fn_type = llvm::FunctionType::get(result, params, false);
+  return b_.CreateCall(llvm::InlineAsm::get(fn_type, asm_text, constraints, /*hasSideEffects=*/false), args);
+}
+
 llvm::Value* Lowering::math(const ir::Op& op, llvm::Value* x, DType d) {
   if (d != DType::f32 && d != DType::f64) {  // narrow floats compute in f32
     llvm::Value* r = math(op, b_.CreateFPExt(x, b_.getFloatTy()), DType::f32);
     return b_.CreateFPTrunc(r, x->getType());
   }
   llvm::Type* t = x->getType();
+  if (d == DType::f32 && (op.kind == OpKind::Exp || op.kind == OpKind::Exp2)) {
+    // As Triton: exp(x) = ex2.approx(x * log2(e)) — two instructions instead of libdevice's
+    // accurate expf (relative error about 2^-22, within the documented f32 tolerance).
+    llvm::Value* y = op.kind == OpKind::Exp ? b_.CreateFMul(x, llvm::ConstantFP::get(t, 1.4426950408889634)) : x;
+    return inline_ptx("ex2.approx.f32 $0, $1;", "=f,f", t, {y});
+  }
   switch (op.kind) {
     case OpKind::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, {x}, {t});
     case OpKind::Floor: return intrinsic(llvm::Intrinsic::floor, {x}, {t});

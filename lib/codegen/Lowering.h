@@ -131,6 +131,9 @@ class Lowering {
   llvm::Value* compare(const std::string& p, llvm::Value* x, llvm::Value* y, bool flt, bool uns);
   llvm::Value* cast(llvm::Value* x, DType from, DType to);
   llvm::Value* math(const ir::Op& op, llvm::Value* x, DType d);
+  llvm::Value* int_divide(OpKind k, llvm::Value* x, llvm::Value* y, bool uns);
+  llvm::Value* inline_ptx(const char* asm_text, const char* constraints, llvm::Type* result,
+                          llvm::ArrayRef<llvm::Value*> args);
   llvm::Value* libdevice(const std::string& name, llvm::Type* t, llvm::ArrayRef<llvm::Value*> args);
 
   // --- Memory (MemoryToLLVM.cpp) -----------------------------------------------------------

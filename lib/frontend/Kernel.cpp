@@ -28,6 +28,7 @@ struct Specialization {
   std::unique_ptr<ir::Function> fn;
   // Loaded GPU kernels by (num_warps, num_stages).
   std::map<std::pair<int, int>, std::shared_ptr<runtime::GpuKernel>> gpu;
+  std::set<int> dumped_warps;  // TILEDSL_DUMP_DIR files written
 };
 
 struct KernelImpl {
@@ -169,15 +170,19 @@ std::unique_ptr<ir::Function> trace(KernelImpl& k, std::span<const LaunchArg> ar
   return f;
 }
 
-// TILEDSL_DUMP_DIR: every traced kernel's IR as <dir>/<kernel>-<hash>.tir (text form, parseable).
-void dump_ir(const ir::Function& f) {
-  const char* dir = std::getenv("TILEDSL_DUMP_DIR");
+// TILEDSL_DUMP_DIR: every traced kernel's IR as <dir>/<kernel>-<hash>.w<num_warps>.tir (text
+// form, parseable), once per specialisation and launch width, so that the IR can be compiled
+// again offline exactly as it was launched (test/ptx-examples.sh does).
+void dump_ir(detail::Specialization& s, std::mutex& mu, int num_warps) {
+  static const char* dir = std::getenv("TILEDSL_DUMP_DIR");
   if (!dir || !*dir) return;
-  std::string text = ir::print(f);
+  std::lock_guard lock(mu);
+  if (!s.dumped_warps.insert(num_warps).second) return;
+  std::string text = ir::print(*s.fn);
   uint64_t h = 1469598103934665603ull;  // FNV-1a of the text: one file per specialisation
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
   std::filesystem::create_directories(dir);
-  std::ofstream(std::filesystem::path(dir) / fmt::format("{}-{:016x}.tir", f.name, h)) << text;
+  std::ofstream(std::filesystem::path(dir) / fmt::format("{}-{:016x}.w{}.tir", s.fn->name, h, num_warps)) << text;
 }
 
 // The specialisation for these arguments, traced on first use. Entries are never removed, so
@@ -190,7 +195,6 @@ detail::Specialization* specialise(KernelImpl& k, std::span<const LaunchArg> arg
   if (it != k.cache.end()) return it->second.get();
   auto s = std::make_shared<detail::Specialization>();
   s->fn = trace(k, args, key);
-  dump_ir(*s->fn);
   k.cache.emplace(key, s);
   return s.get();
 }
@@ -269,6 +273,7 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
   if (o.num_warps <= 0 || (o.num_warps & (o.num_warps - 1)) != 0 || o.num_warps > 32)
     user_error(where(g.loc()), k.name, "launch", "num_warps must be a power of two from 1 to 32, got {}", o.num_warps);
   auto spec = specialise(k, args);
+  dump_ir(*spec, k.mu, o.num_warps);
   if (device == Device::cuda) return launch_gpu(k, *spec, o, args, d);
   std::vector<runtime::InterpArg> iargs;
   for (size_t i = 0; i < args.size(); ++i) {

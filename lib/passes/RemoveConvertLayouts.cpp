@@ -13,7 +13,15 @@ using ir::Value;
 class Remover {
  public:
   bool run(ir::Function& f) {
-    block(f.body);
+    // A rewrite can expose another (a conversion sunk below a broadcast may meet a splat).
+    bool any = false;
+    for (int round = 0; round < 4; ++round) {
+      changed_ = false;
+      block(f.body);
+      any |= changed_;
+      if (!changed_) break;
+    }
+    changed_ = any;
     if (!changed_) return false;
     erase_unused(f);
     f.number_values();
@@ -44,6 +52,25 @@ class Remover {
         op.operands[0] = d->operands[0];
         changed_ = true;
         if (op.operands[0]->type == to) replaced_[op.result()] = op.operands[0];
+        continue;
+      }
+      if (d && d->kind == OpKind::Broadcast && d->operands[0]->type.is_tile() &&
+          d->operands[0]->type.numel() < x->type.numel()) {
+        // convert(broadcast(s)) -> broadcast(convert(s)): move the small tile, not the big one
+        // (block-pointer offsets are [M, 1] and [1, N] tiles broadcast to [M, N] in i64).
+        Value* src = d->operands[0];
+        auto conv = std::make_unique<Op>();
+        conv->kind = OpKind::ConvertLayout;
+        conv->operands = {src};
+        conv->loc = op.loc;
+        conv->parent = &b;
+        Value* moved = conv->add_result(ir::Type::tile(src->type.shape(), src->type.element(), to.layout()));
+        b.ops.insert(b.ops.begin() + static_cast<long>(k), std::move(conv));
+        ++k;  // `op` (heap-allocated) is now at k
+        op.kind = OpKind::Broadcast;
+        op.operands = {moved};
+        op.attrs = d->attrs;
+        changed_ = true;
         continue;
       }
       if (d && (d->kind == OpKind::Splat || d->kind == OpKind::Arange)) {

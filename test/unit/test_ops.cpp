@@ -109,6 +109,13 @@ TEMPLATE_TEST_CASE("arithmetic, negation, maximum and minimum match C++ on every
     arith_kernel<T>()[blocks(kN)](tensor<T>(a), tensor<T>(b), out, kN, op, kBlock);
     std::vector<H<T>> want(kN);
     for (int i = 0; i < kN; ++i) want[i] = arith_ref<T>(op, a[i], b[i]);
+    if constexpr (std::is_same_v<T, float>) {
+      if (op == kDiv && on_gpu()) {  // div.full.f32 on the GPU, as Triton: within 2 ulp
+        std::vector<double> exact(want.begin(), want.end());
+        require_close(host<T>(out), exact, 0.0, 2.5e-7);
+        continue;
+      }
+    }
     require_equal(host<T>(out), want);
   }
 }
