@@ -137,6 +137,26 @@ struct CuSparse {
   }
 };
 
+std::string fmt_config(int warps, int64_t block) { return "w" + std::to_string(warps) + " b" + std::to_string(block); }
+
+// Times `launch(warps, block)` for each configuration and returns (best ms, its name); prints each.
+template <class F>
+std::pair<double, std::string> best_config(const std::string& what, std::initializer_list<std::pair<int, int64_t>> configs,
+                                           F launch) {
+  double best = 1e30;
+  std::string name;
+  for (auto [warps, block] : configs) {
+    launch(warps, block);
+    double t = time_ms([&] { launch(warps, block); });
+    std::printf("  %s config %s: %.4f ms\n", what.c_str(), fmt_config(warps, block).c_str(), t);
+    if (t < best) {
+      best = t;
+      name = fmt_config(warps, block);
+    }
+  }
+  return {best, name};
+}
+
 void check_sparse(int status, const char* call) {
   if (status != 0) throw tl::Error(std::string(call) + " failed with cuSPARSE status " + std::to_string(status));
 }
@@ -163,11 +183,21 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
   int64_t nnz = static_cast<int64_t>(cols.size());
   auto t_vals = tl::Tensor::from_host(vals), t_cols = tl::Tensor::from_host(cols), t_rp = tl::Tensor::from_host(row_ptr);
   auto b = tl::Tensor::randn({k, f}, 9), c = tl::Tensor::empty({m, f}), c_ref = tl::Tensor::empty({m, f});
-  auto launch = [&] { spmm_kernel[m](t_vals, t_rp, t_cols, b, c, f, 16); };
-  launch();
-  double ms = time_ms(launch);
+  // A few launch configurations (num_warps, BLOCK_NNZ); the fastest is reported, each is printed.
+  double ms = 1e30;
+  std::string best;
+  for (auto [warps, chunk] : {std::pair{4, 16}, std::pair{2, 16}, std::pair{1, 16}, std::pair{1, 32}}) {
+    auto launch = [&] { spmm_kernel[m].options({.num_warps = warps})(t_vals, t_rp, t_cols, b, c, f, chunk); };
+    launch();
+    double t = time_ms(launch);
+    std::printf("  spmm config w%d nnz%d: %.4f ms\n", warps, chunk, t);
+    if (t < ms) {
+      ms = t;
+      best = fmt_config(warps, chunk);
+    }
+  }
   double gflops = 2.0 * static_cast<double>(nnz * f) / ms / 1e6;
-  std::string name = "spmm " + std::to_string(m) + "x" + std::to_string(k) + " F=" + std::to_string(f);
+  std::string name = "spmm " + std::to_string(m) + "x" + std::to_string(k) + " F=" + std::to_string(f) + " [" + best + "]";
   std::string why;
   const CuSparse* cs = CuSparse::load(&why);
   if (!cs) {
@@ -265,27 +295,34 @@ int main(int argc, char** argv) {
   for (int log2n : {20, 24, 28}) {
     int n = 1 << log2n;
     auto x = tl::Tensor::randn({n}, 1), y = tl::Tensor::randn({n}, 2), o = tl::Tensor::empty({n});
-    auto launch = [&] { add[tl::grid(tl::cdiv(n, 1024))](x, y, o, n, 1024); };
-    launch();
+    auto launch = [&](int warps, int64_t block) {
+      add[tl::grid(tl::cdiv(n, block))].options({.num_warps = warps})(x, y, o, n, block);
+    };
+    auto [ms, config] = best_config("add", {{4, 1024}, {4, 2048}, {8, 2048}, {8, 4096}}, launch);
     auto got = o.to_host<float>(), xs = x.to_host<float>(), ys = y.to_host<float>();
     for (int i = 0; i < n; i += 997)
       if (got[i] != xs[i] + ys[i]) {
         std::printf("add n=2^%d: WRONG at %d\n", log2n, i);
         return 1;
       }
-    double ms = time_ms(launch);
     double bytes = 3.0 * n * 4;
-    row("add f32 n=2^" + std::to_string(log2n), ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
+    row("add f32 n=2^" + std::to_string(log2n) + " [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }
 
   for (auto [m, n] : {std::pair{4096, 4096}, std::pair{32768, 1024}}) {
     auto x = tl::Tensor::randn({m, n}, 3), y = tl::Tensor::empty({m, n});
     int64_t block = next_pow2(n);
-    auto launch = [&] { softmax_kernel[m].options({.num_warps = 8})(y, x, n, n, n, block); };
-    launch();
-    double ms = time_ms(launch);
+    auto launch = [&](int warps, int64_t) { softmax_kernel[m].options({.num_warps = warps})(y, x, n, n, n, block); };
+    auto [ms, config] = best_config("softmax", {{4, block}, {8, block}, {16, block}}, launch);
+    auto ys = y.to_host<float>();
+    double row_sum = 0;
+    for (int j = 0; j < n; ++j) row_sum += ys[static_cast<size_t>(m / 2) * n + j];
+    if (std::fabs(row_sum - 1) > 1e-4) {
+      std::printf("softmax: WRONG, a row sums to %g\n", row_sum);
+      return 1;
+    }
     double bytes = 2.0 * m * n * 4;
-    row("softmax f32 " + std::to_string(m) + "x" + std::to_string(n), ms, bytes / ms / 1e6,
+    row("softmax f32 " + std::to_string(m) + "x" + std::to_string(n) + " [" + config + "]", ms, bytes / ms / 1e6,
         copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }
 
@@ -293,11 +330,12 @@ int main(int argc, char** argv) {
     const int m = 4096, n = 4096;
     auto x = tl::Tensor::randn({m, n}, 4), y = tl::Tensor::empty({m, n}), w = tl::Tensor::randn({n}, 5),
          b = tl::Tensor::randn({n}, 6), mean = tl::Tensor::empty({m}), rstd = tl::Tensor::empty({m});
-    auto launch = [&] { layernorm_kernel[m].options({.num_warps = 8})(x, y, w, b, mean, rstd, n, n, 1e-5f, 4096); };
-    launch();
-    double ms = time_ms(launch);
+    auto launch = [&](int warps, int64_t block) {
+      layernorm_kernel[m].options({.num_warps = warps})(x, y, w, b, mean, rstd, n, n, 1e-5f, block);
+    };
+    auto [ms, config] = best_config("layernorm", {{4, 4096}, {8, 4096}, {16, 4096}}, launch);
     double bytes = 2.0 * m * n * 4;
-    row("layernorm fwd f32 4096x4096", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
+    row("layernorm fwd f32 4096x4096 [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }
 
   bench_spmm(65536, 65536, 0.001, 128);

@@ -8,6 +8,7 @@
 
 #include "ir/Printer.h"
 #include "runtime/cuda/DiskCache.h"
+#include "runtime/cuda/NvJitLink.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::runtime {
@@ -72,7 +73,8 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
     GpuBinary fresh = compile_for_gpu(f, num_warps, num_stages, arch);
     compile_ms = ms_since(t1);
     t1 = Clock::now();
-    bin = CachedBinary{fresh.entry, link_ptx(*d, fresh.ptx, f.name)};
+    std::optional<std::string> cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name);
+    bin = CachedBinary{fresh.entry, cubin ? *cubin : link_ptx(*d, fresh.ptx, f.name)};
     link_ms = ms_since(t1);
     cuda::check(d->cuModuleLoadData(&k->module, bin->binary.data()), "cuModuleLoadData",
                 fmt::format(" loading kernel '{}'", f.name));
@@ -80,9 +82,9 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
   }
   // TILEDSL_PRINT_COMPILE_TIMES: where a first launch's time goes.
   if (const char* e = std::getenv("TILEDSL_PRINT_COMPILE_TIMES"); e && *e && *e != '0')
-    std::fprintf(stderr, "tiledsl: kernel '%s' (%s, %d warps): %s, passes+LLVM+PTX %.2f ms, PTX->cubin %.2f ms, total %.2f ms\n",
+    std::fprintf(stderr, "tiledsl: kernel '%s' (%s, %d warps): %s, passes+LLVM+PTX %.2f ms, PTX->cubin (%s) %.2f ms, total %.2f ms\n",
                  f.name.c_str(), arch.c_str(), num_warps, compile_ms > 0 ? "compiled" : "from the disk cache", compile_ms,
-                 link_ms, ms_since(t0));
+                 cuda::nvjitlink_available() ? "nvJitLink" : "driver", link_ms, ms_since(t0));
   cuda::check(d->cuModuleGetFunction(&k->function, k->module, bin->entry.c_str()), "cuModuleGetFunction",
               fmt::format(" for kernel '{}' (entry {})", f.name, bin->entry));
   int static_shared = 0;

@@ -1,0 +1,97 @@
+#include "runtime/cuda/NvJitLink.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "tiledsl/error.h"
+
+namespace tiledsl::cuda {
+
+namespace {
+// nvJitLink's C API (nvJitLink.h); its symbols carry the toolkit's major version.
+using Handle = void*;
+struct Api {
+  int (*create)(Handle*, uint32_t, const char**) = nullptr;
+  int (*destroy)(Handle*) = nullptr;
+  int (*add_data)(Handle, int, const void*, size_t, const char*) = nullptr;
+  int (*complete)(Handle) = nullptr;
+  int (*cubin_size)(Handle, size_t*) = nullptr;
+  int (*cubin)(Handle, void*) = nullptr;
+  int (*error_log_size)(Handle, size_t*) = nullptr;
+  int (*error_log)(Handle, char*) = nullptr;
+  std::string why;
+  bool ok = false;
+};
+constexpr int kInputPtx = 2;  // NVJITLINK_INPUT_PTX
+
+Api load() {
+  Api a;
+  std::vector<std::pair<std::string, std::string>> candidates;  // (library, symbol suffix)
+  if (const char* p = std::getenv("TILEDSL_NVJITLINK_PATH"); p && *p) {
+    candidates.push_back({p, "_13_0"});
+    candidates.push_back({p, "_12_0"});
+  }
+  candidates.push_back({"libnvJitLink.so.13", "_13_0"});
+  candidates.push_back({"libnvJitLink.so.12", "_12_0"});
+  for (const auto& [lib, suffix] : candidates) {
+    void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) continue;
+    auto sym = [&](const char* name) { return dlsym(h, (std::string("__") + name + suffix).c_str()); };
+    a.create = reinterpret_cast<decltype(a.create)>(sym("nvJitLinkCreate"));
+    a.destroy = reinterpret_cast<decltype(a.destroy)>(sym("nvJitLinkDestroy"));
+    a.add_data = reinterpret_cast<decltype(a.add_data)>(sym("nvJitLinkAddData"));
+    a.complete = reinterpret_cast<decltype(a.complete)>(sym("nvJitLinkComplete"));
+    a.cubin_size = reinterpret_cast<decltype(a.cubin_size)>(sym("nvJitLinkGetLinkedCubinSize"));
+    a.cubin = reinterpret_cast<decltype(a.cubin)>(sym("nvJitLinkGetLinkedCubin"));
+    a.error_log_size = reinterpret_cast<decltype(a.error_log_size)>(sym("nvJitLinkGetErrorLogSize"));
+    a.error_log = reinterpret_cast<decltype(a.error_log)>(sym("nvJitLinkGetErrorLog"));
+    if (a.create && a.destroy && a.add_data && a.complete && a.cubin_size && a.cubin && a.error_log_size && a.error_log) {
+      a.ok = true;
+      return a;
+    }
+  }
+  a.why = "libnvJitLink.so.13 / .so.12 not found (set TILEDSL_NVJITLINK_PATH)";
+  return a;
+}
+
+const Api& api() {
+  static const Api a = load();
+  return a;
+}
+}  // namespace
+
+bool nvjitlink_available(std::string* why) {
+  if (!api().ok && why) *why = api().why;
+  return api().ok;
+}
+
+std::optional<std::string> nvjitlink_compile(const std::string& ptx, const std::string& arch, const std::string& name) {
+  const Api& a = api();
+  if (!a.ok) return std::nullopt;
+  std::string arch_opt = "-arch=" + arch;
+  const char* opts[] = {arch_opt.c_str()};
+  Handle h = nullptr;
+  if (int r = a.create(&h, 1, opts); r != 0) throw Error(fmt::format("nvJitLinkCreate failed ({}) for kernel '{}'", r, name));
+  std::string out, log;
+  int r = a.add_data(h, kInputPtx, ptx.data(), ptx.size(), name.c_str());
+  if (r == 0) r = a.complete(h);
+  if (r == 0) {
+    size_t size = 0;
+    a.cubin_size(h, &size);
+    out.resize(size);
+    a.cubin(h, out.data());
+  } else {
+    size_t size = 0;
+    a.error_log_size(h, &size);
+    log.resize(size);
+    if (size) a.error_log(h, log.data());
+  }
+  a.destroy(&h);
+  if (r != 0) throw Error(fmt::format("nvJitLink could not compile kernel '{}' for {} (error {}): {}", name, arch, r, log));
+  return out;
+}
+
+}  // namespace tiledsl::cuda
