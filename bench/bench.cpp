@@ -186,7 +186,7 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
   // A few launch configurations (num_warps, BLOCK_NNZ); the fastest is reported, each is printed.
   double ms = 1e30;
   std::string best;
-  for (auto [warps, chunk] : {std::pair{4, 16}, std::pair{2, 16}, std::pair{1, 16}, std::pair{1, 32}}) {
+  for (auto [warps, chunk] : {std::pair{4, 16}, std::pair{2, 16}, std::pair{1, 8}, std::pair{1, 16}, std::pair{1, 32}}) {
     auto launch = [&] { spmm_kernel[m].options({.num_warps = warps})(t_vals, t_rp, t_cols, b, c, f, chunk); };
     launch();
     double t = time_ms(launch);

@@ -38,12 +38,7 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 
 echo "== benchmarks"
-# nvJitLink for PTX -> cubin (faster cold starts than the driver's JIT), the toolkit's or torch's.
-if [ -z "${TILEDSL_NVJITLINK_PATH:-}" ]; then
-  TILEDSL_NVJITLINK_PATH=$(find /usr/local/cuda*/lib64 /usr/local/lib /usr/lib /opt -name 'libnvJitLink.so.13*' 2>/dev/null | sort | tail -1)
-  export TILEDSL_NVJITLINK_PATH
-fi
-echo "nvJitLink: ${TILEDSL_NVJITLINK_PATH:-not found (driver JIT)}"
+echo "PTX -> cubin: ${TILEDSL_NVJITLINK_PATH:+nvJitLink at }${TILEDSL_NVJITLINK_PATH:-the driver JIT}"
 # cuSPARSE for the SpMM reference: the toolkit's, or the one torch's wheels bring.
 if [ -z "${TILEDSL_CUSPARSE_PATH:-}" ]; then
   TILEDSL_CUSPARSE_PATH=$(find /usr/local/cuda*/lib64 /usr/local/lib /usr/lib /opt -name 'libcusparse.so.1[0-9]*' 2>/dev/null | sort | tail -1)

@@ -67,6 +67,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
   auto t0 = Clock::now();
   std::optional<CachedBinary> bin = cache_read(key);
   double compile_ms = 0, link_ms = 0;
+  const char* linker = "driver";
   if (!bin || d->cuModuleLoadData(&k->module, bin->binary.data()) != 0) {
     k->module = nullptr;
     auto t1 = Clock::now();
@@ -74,6 +75,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
     compile_ms = ms_since(t1);
     t1 = Clock::now();
     std::optional<std::string> cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name);
+    if (cubin) linker = "nvJitLink";
     bin = CachedBinary{fresh.entry, cubin ? *cubin : link_ptx(*d, fresh.ptx, f.name)};
     link_ms = ms_since(t1);
     cuda::check(d->cuModuleLoadData(&k->module, bin->binary.data()), "cuModuleLoadData",
@@ -84,7 +86,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
   if (const char* e = std::getenv("TILEDSL_PRINT_COMPILE_TIMES"); e && *e && *e != '0')
     std::fprintf(stderr, "tiledsl: kernel '%s' (%s, %d warps): %s, passes+LLVM+PTX %.2f ms, PTX->cubin (%s) %.2f ms, total %.2f ms\n",
                  f.name.c_str(), arch.c_str(), num_warps, compile_ms > 0 ? "compiled" : "from the disk cache", compile_ms,
-                 cuda::nvjitlink_available() ? "nvJitLink" : "driver", link_ms, ms_since(t0));
+                 linker, link_ms, ms_since(t0));
   cuda::check(d->cuModuleGetFunction(&k->function, k->module, bin->entry.c_str()), "cuModuleGetFunction",
               fmt::format(" for kernel '{}' (entry {})", f.name, bin->entry));
   int static_shared = 0;

@@ -34,8 +34,6 @@ Api load() {
     candidates.push_back({p, "_13_0"});
     candidates.push_back({p, "_12_0"});
   }
-  candidates.push_back({"libnvJitLink.so.13", "_13_0"});
-  candidates.push_back({"libnvJitLink.so.12", "_12_0"});
   for (const auto& [lib, suffix] : candidates) {
     void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) continue;
@@ -53,7 +51,7 @@ Api load() {
       return a;
     }
   }
-  a.why = "libnvJitLink.so.13 / .so.12 not found (set TILEDSL_NVJITLINK_PATH)";
+  a.why = "TILEDSL_NVJITLINK_PATH is not set, or names no usable libnvJitLink";
   return a;
 }
 
