@@ -186,6 +186,8 @@ class Kernel {
   // How many times the kernel has been traced (once per specialisation).
   size_t trace_count() const;
   const std::string& name() const;
+  const std::vector<std::string>& params() const;
+  const std::vector<ParamSpec>& param_specs() const;
   const detail::KernelImpl& impl() const { return *impl_; }
 
  private:

@@ -2,6 +2,7 @@
 // `namespace tl = tiledsl;`. See docs/language.md for every op.
 #pragma once
 
+#include "tiledsl/autotune.h"
 #include "tiledsl/bench.h"
 #include "tiledsl/dtype.h"
 #include "tiledsl/error.h"

@@ -305,5 +305,7 @@ std::string Kernel::ir_for(std::span<const LaunchArg> args, bool locations) cons
 
 size_t Kernel::trace_count() const { return impl_->traces; }
 const std::string& Kernel::name() const { return impl_->name; }
+const std::vector<std::string>& Kernel::params() const { return impl_->params; }
+const std::vector<ParamSpec>& Kernel::param_specs() const { return impl_->specs; }
 
 }  // namespace tiledsl
