@@ -16,7 +16,7 @@ cmake --build build-gpu
 rm -rf .device && mkdir -p .device/bin .device/lib
 cp build-gpu/lib/libtiledsl.so .device/lib/
 cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 .device/lib/
-cp build-gpu/examples/example-* build-gpu/test/tiledsl-tests build-gpu/bench/tiledsl-bench build-gpu/tools/tiledsl-opt \
+cp build-gpu/examples/example-* build-gpu/test/tiledsl-tests build-gpu/bench/tiledsl-bench build-gpu/tools/tiledsl-opt build-gpu/tools/tiledsl-aot \
   .device/bin/
 strip --strip-unneeded .device/lib/* .device/bin/*
 du -sh .device

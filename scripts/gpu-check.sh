@@ -29,6 +29,10 @@ echo "== op tests on the GPU"
 summary+=("op tests on the GPU: $(grep -E '^(All tests passed|test cases:)' "$logs/ops.log" | tail -1)")
 tail -3 "$logs/ops.log"
 
+echo "== ahead-of-time compiled add, built with the driver API only"
+test/aot-test.sh "$bin/tiledsl-aot" "$PWD" run 2>&1 | tee "$logs/aot.log"
+summary+=("AOT: $(tail -1 "$logs/aot.log")")
+
 echo "== compute-sanitizer"
 if command -v compute-sanitizer >/dev/null; then
   for ex in "$bin"/example-*; do

@@ -1,0 +1,183 @@
+// tiledsl-aot: ahead-of-time compilation of one kernel specialisation. Input: the kernel's IR
+// text as TILEDSL_DUMP_DIR writes it (the specialisation is in it: constexpr values, alignment
+// and divisibility facts, dtypes). Output, in --out-dir: <name>.ptx, <name>.cubin (when ptxas or
+// nvJitLink is available) and <name>.h / <name>.c with a typed launch function over the CUDA
+// driver API, so an application can ship the kernel without LLVM or tiledsl. docs/aot.md.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "codegen/Codegen.h"
+#include "ir/Parser.h"
+#include "ir/Verifier.h"
+#include "passes/Pipeline.h"
+#include "runtime/cuda/NvJitLink.h"
+#include "tiledsl/error.h"
+
+namespace fs = std::filesystem;
+using namespace tiledsl;
+
+namespace {
+struct Options {
+  std::string input, out_dir = ".", name, arch = "sm_90", ptxas;
+  int num_warps = 4, num_stages = 3;
+};
+
+[[noreturn]] void usage(const std::string& error = "") {
+  if (!error.empty()) std::cerr << "tiledsl-aot: " << error << "\n";
+  std::cerr << "usage: tiledsl-aot [--arch=sm_80|sm_90] [--num-warps=N] [--num-stages=N] [--name=NAME]\n"
+               "                   [--out-dir=DIR] [--ptxas=PATH] kernel.tir\n";
+  std::exit(2);
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) usage("cannot open " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// ptxas from --ptxas, PATH or /usr/local/cuda/bin; empty when none.
+std::string find_ptxas(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream dirs(path);
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (fs::exists(fs::path(d) / "ptxas")) return (fs::path(d) / "ptxas").string();
+  }
+  return fs::exists("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda/bin/ptxas" : "";
+}
+
+std::string c_type(const ir::Type& t) {
+  if (t.is_pointer()) return "CUdeviceptr";
+  switch (t.dtype()) {
+    case DType::i32: return "int32_t";
+    case DType::i64: return "int64_t";
+    case DType::f32: return "float";
+    default: throw Error("tiledsl-aot: unsupported kernel argument type " + t.str());
+  }
+}
+
+std::string bytes_literal(const std::string& data) {
+  std::string s;
+  for (size_t i = 0; i < data.size(); ++i) s += fmt::format("{}{}", i % 20 ? "" : "\n  ", static_cast<unsigned>(static_cast<unsigned char>(data[i]))) + ",";
+  return s;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* flag) { return a.substr(std::string(flag).size()); };
+    if (a.rfind("--arch=", 0) == 0) o.arch = value("--arch=");
+    else if (a.rfind("--num-warps=", 0) == 0) o.num_warps = std::atoi(value("--num-warps=").c_str());
+    else if (a.rfind("--num-stages=", 0) == 0) o.num_stages = std::atoi(value("--num-stages=").c_str());
+    else if (a.rfind("--name=", 0) == 0) o.name = value("--name=");
+    else if (a.rfind("--out-dir=", 0) == 0) o.out_dir = value("--out-dir=");
+    else if (a.rfind("--ptxas=", 0) == 0) o.ptxas = value("--ptxas=");
+    else if (a == "-h" || a == "--help") usage();
+    else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
+    else o.input = a;
+  }
+  if (o.input.empty()) usage("no input");
+  try {
+    auto f = ir::parse(read(o.input));
+    ir::verify(*f);
+    const std::string traced_name = f->name;
+    if (o.name.empty()) o.name = traced_name;
+    passes::PipelineOptions popts;
+    popts.num_warps = o.num_warps;
+    passes::run_pipeline(*f, popts);
+    codegen::CompileOptions copts;
+    copts.arch = o.arch;
+    copts.num_warps = o.num_warps;
+    std::string ptx = codegen::compile_to_ptx(*f, copts);
+    fs::create_directories(o.out_dir);
+    fs::path base = fs::path(o.out_dir) / o.name;
+    std::ofstream(base.string() + ".ptx") << ptx;
+
+    // A cubin when an assembler is at hand; otherwise the driver JIT-compiles the embedded PTX.
+    std::string cubin;
+    if (auto c = cuda::nvjitlink_compile(ptx, o.arch, traced_name)) {
+      cubin = *c;
+    } else if (std::string ptxas = find_ptxas(o.ptxas); !ptxas.empty()) {
+      std::string cmd = fmt::format("'{}' -arch={} '{}.ptx' -o '{}.cubin'", ptxas, o.arch, base.string(), base.string());
+      if (std::system(cmd.c_str()) != 0) throw Error("tiledsl-aot: ptxas failed: " + cmd);
+      cubin = read(base.string() + ".cubin");
+    }
+    const std::string& image = cubin.empty() ? ptx : cubin;
+
+    // Specialisation facts become run-time checks in the launch function.
+    std::string params, arg_ptrs, checks, facts;
+    for (size_t i = 0; i < f->num_args(); ++i) {
+      const std::string& n = f->arg_names[i];
+      ir::Type t = f->arg(i)->type;
+      params += fmt::format(", {} {}", c_type(t), n);
+      arg_ptrs += fmt::format("{}(void*)&{}", i ? ", " : "", n);
+      const ir::Attrs& at = f->arg_attrs.at(i);
+      if (at.count("divisibility")) {
+        checks += t.is_pointer() ? fmt::format("  if ({} % 16 != 0) return CUDA_ERROR_INVALID_VALUE; /* compiled for 16-byte alignment */\n", n)
+                                 : fmt::format("  if ({} % 16 != 0) return CUDA_ERROR_INVALID_VALUE; /* compiled for a multiple of 16 */\n", n);
+        facts += fmt::format(" {}: {};", n, t.is_pointer() ? "16-byte aligned" : "a multiple of 16");
+      }
+      if (at.count("equal_to")) {
+        checks += fmt::format("  if ({} != 1) return CUDA_ERROR_INVALID_VALUE; /* compiled for the value 1 */\n", n);
+        facts += fmt::format(" {}: 1;", n);
+      }
+    }
+    std::string constexprs;
+    for (const auto& [k, v] : f->attrs)
+      if (std::holds_alternative<int64_t>(v)) constexprs += fmt::format(" {}={}", k, std::get<int64_t>(v));
+    const std::string guard = "TILEDSL_AOT_" + o.name;
+
+    std::ofstream(base.string() + ".h") << fmt::format(
+        "/* Generated by tiledsl-aot from {input}: kernel '{kernel}' for {arch}, num_warps={warps}.\n"
+        " * Specialisation: constexprs{constexprs};{facts}\n"
+        " * Needs only the CUDA driver API (cuda.h, libcuda). */\n"
+        "#ifndef {guard}_H\n#define {guard}_H\n#include <cuda.h>\n#include <stdint.h>\n"
+        "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n"
+        "#define {guard}_NUM_WARPS {warps}\n"
+        "/* Loads the kernel into the current context (once). */\nCUresult {name}_load(void);\n"
+        "void {name}_unload(void);\n"
+        "/* Launches on `stream`; CUDA_ERROR_INVALID_VALUE when an argument breaks the specialisation. */\n"
+        "CUresult {name}_launch(CUstream stream, unsigned grid_x, unsigned grid_y, unsigned grid_z{params});\n"
+        "#ifdef __cplusplus\n}}\n#endif\n#endif\n",
+        fmt::arg("input", fs::path(o.input).filename().string()), fmt::arg("kernel", traced_name), fmt::arg("arch", o.arch),
+        fmt::arg("warps", o.num_warps), fmt::arg("constexprs", constexprs.empty() ? " none" : constexprs),
+        fmt::arg("facts", facts), fmt::arg("guard", guard), fmt::arg("name", o.name), fmt::arg("params", params));
+
+    std::ofstream(base.string() + ".c") << fmt::format(
+        "/* Generated by tiledsl-aot: the {kind} of kernel '{kernel}' and its launcher. */\n"
+        "#include \"{name}.h\"\n#include <stddef.h>\n\n"
+        "static const unsigned char {name}_image[] = {{{bytes}\n  0}};\n"
+        "static CUmodule {name}_module;\nstatic CUfunction {name}_function;\n\n"
+        "CUresult {name}_load(void) {{\n"
+        "  CUresult r;\n  if ({name}_function) return CUDA_SUCCESS;\n"
+        "  r = cuModuleLoadData(&{name}_module, {name}_image);\n  if (r != CUDA_SUCCESS) return r;\n"
+        "  return cuModuleGetFunction(&{name}_function, {name}_module, \"{kernel}\");\n}}\n\n"
+        "void {name}_unload(void) {{\n  if ({name}_module) cuModuleUnload({name}_module);\n"
+        "  {name}_module = NULL;\n  {name}_function = NULL;\n}}\n\n"
+        "CUresult {name}_launch(CUstream stream, unsigned grid_x, unsigned grid_y, unsigned grid_z{params}) {{\n"
+        "  void* args[] = {{{arg_ptrs}}};\n  CUresult r = {name}_load();\n  if (r != CUDA_SUCCESS) return r;\n"
+        "  if (grid_x == 0 || grid_y == 0 || grid_z == 0) return CUDA_ERROR_INVALID_VALUE;\n"
+        "{checks}"
+        "  return cuLaunchKernel({name}_function, grid_x, grid_y, grid_z, 32 * {warps}, 1, 1, 0, stream, args, NULL);\n}}\n",
+        fmt::arg("kind", cubin.empty() ? "PTX" : "cubin"), fmt::arg("kernel", traced_name), fmt::arg("name", o.name),
+        fmt::arg("bytes", bytes_literal(image)), fmt::arg("params", params), fmt::arg("arg_ptrs", arg_ptrs.empty() ? "NULL" : arg_ptrs),
+        fmt::arg("checks", checks), fmt::arg("warps", o.num_warps));
+    std::cout << fmt::format("tiledsl-aot: wrote {0}.h, {0}.c, {0}.ptx{1} ({2} embedded)\n", base.string(),
+                             cubin.empty() ? "" : ", " + base.string() + ".cubin", cubin.empty() ? "PTX" : "cubin");
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
