@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -168,6 +169,18 @@ class Launch {
   LaunchOptions opts_;
 };
 
+// What compiling one specialisation produced (Kernel::compile): every stage's text and the
+// resources of the machine code.
+struct CompiledKernel {
+  std::string name, arch;
+  int num_warps = 4, num_stages = 3;
+  std::string traced_ir;                                          // before any pass
+  std::vector<std::pair<std::string, std::string>> ir_after_pass;  // (pass, IR), in pipeline order
+  std::string llvm_ir, ptx;
+  int registers = -1, spill_bytes = -1, shared_bytes = -1;        // -1: unknown
+  std::string resources_from;                                     // "driver", "ptxas", or why unknown
+};
+
 class Kernel {
  public:
   Kernel(std::string name, std::vector<std::string> params, std::vector<ParamSpec> specs, detail::TraceFn fn,
@@ -183,6 +196,20 @@ class Kernel {
     return ir_for(a);
   }
   std::string ir_for(std::span<const detail::LaunchArg> args, bool locations = true) const;
+
+  // Compiles (without launching) the specialisation these arguments select, for TILEDSL_ARCH or
+  // the GPU present; needs no GPU. `compile(tl::LaunchOptions{.num_warps = 8}, args...)` too.
+  template <class... Args>
+  CompiledKernel compile(const Args&... args) const {
+    std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
+    return compile_for({}, a);
+  }
+  template <class... Args>
+  CompiledKernel compile(const LaunchOptions& o, const Args&... args) const {
+    std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
+    return compile_for(o, a);
+  }
+  CompiledKernel compile_for(const LaunchOptions& o, std::span<const detail::LaunchArg> args) const;
   // How many times the kernel has been traced (once per specialisation).
   size_t trace_count() const;
   const std::string& name() const;

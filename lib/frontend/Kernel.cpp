@@ -303,6 +303,27 @@ std::string Kernel::ir_for(std::span<const LaunchArg> args, bool locations) cons
   return ir::print(*specialise(*impl_, args)->fn, {locations});
 }
 
+CompiledKernel Kernel::compile_for(const LaunchOptions& o, std::span<const LaunchArg> args) const {
+  check_args(*impl_, args, SourceLoc::current());
+  const ir::Function& f = *specialise(*impl_, args)->fn;
+  CompiledKernel c;
+  c.name = f.name;
+  c.arch = runtime::target_arch();
+  c.num_warps = o.num_warps;
+  c.num_stages = o.num_stages;
+  c.traced_ir = ir::print(f);
+  runtime::GpuBinary bin = runtime::compile_for_gpu(f, o.num_warps, o.num_stages, c.arch, /*keep_stages=*/true);
+  c.ir_after_pass = std::move(bin.ir_after_pass);
+  c.llvm_ir = std::move(bin.llvm_ir);
+  c.ptx = bin.ptx;
+  runtime::ResourceUsage u = runtime::resource_usage(bin, c.arch);
+  c.registers = u.registers;
+  c.spill_bytes = u.spill_bytes;
+  c.shared_bytes = u.shared_bytes;
+  c.resources_from = u.source;
+  return c;
+}
+
 size_t Kernel::trace_count() const { return impl_->traces; }
 const std::string& Kernel::name() const { return impl_->name; }
 const std::vector<std::string>& Kernel::params() const { return impl_->params; }

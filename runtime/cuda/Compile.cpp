@@ -24,24 +24,31 @@ void dump(const std::string& stem, const std::string& suffix, const std::string&
 }
 }  // namespace
 
-GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch) {
+GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch,
+                          bool keep_stages) {
   // The traced IR stays as the interpreter runs it; the passes rewrite a copy (a print/parse
   // round trip is an exact deep copy).
   std::string traced = ir::print(f);
   auto copy = ir::parse(traced);
   std::string stem = fmt::format("{}-w{}-s{}-{}", f.name, num_warps, num_stages, arch);
   int step = 0;
+  GpuBinary bin;
   passes::PipelineOptions opts;
   opts.num_warps = num_warps;
   opts.after_pass = [&](const std::string& pass, const ir::Function& g) {
-    dump(stem, fmt::format(".{}.{}.tir", step++, pass), ir::print(g));
+    if (!keep_stages && !std::getenv("TILEDSL_DUMP_DIR")) return;
+    std::string text = ir::print(g);
+    dump(stem, fmt::format(".{}.{}.tir", step++, pass), text);
+    if (keep_stages) bin.ir_after_pass.emplace_back(pass, std::move(text));
   };
   passes::run_pipeline(*copy, opts);
   codegen::CompileOptions copts;
   copts.arch = arch;
   copts.num_warps = num_warps;
-  if (std::getenv("TILEDSL_DUMP_DIR")) dump(stem, ".ll", codegen::emit_llvm_ir(*copy, copts));
-  GpuBinary bin;
+  if (keep_stages || std::getenv("TILEDSL_DUMP_DIR")) {
+    bin.llvm_ir = codegen::emit_llvm_ir(*copy, copts);
+    dump(stem, ".ll", bin.llvm_ir);
+  }
   bin.ptx = codegen::compile_to_ptx(*copy, copts);
   dump(stem, ".ptx", bin.ptx);
   bin.entry = f.name;

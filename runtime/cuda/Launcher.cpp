@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <cstdlib>
 
@@ -14,7 +18,7 @@
 namespace tiledsl::runtime {
 
 #ifndef TILEDSL_HAS_CODEGEN
-GpuBinary compile_for_gpu(const ir::Function& f, int, int, const std::string&) {
+GpuBinary compile_for_gpu(const ir::Function& f, int, int, const std::string&, bool) {
   throw Error(fmt::format("kernel '{}': this build of tiledsl has no GPU code generation (configure with LLVM 19 "
                           "and TILEDSL_ENABLE_CODEGEN=ON)", f.name));
 }
@@ -104,6 +108,51 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
     cuda::check(d->cuFuncSetAttribute(k->function, cuda::kFuncAttrMaxDynamicSharedSizeBytes, k->shared_bytes),
                 "cuFuncSetAttribute", fmt::format(" (kernel '{}', {} bytes of shared memory)", f.name, k->shared_bytes));
   return k;
+}
+
+ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch) {
+  ResourceUsage u;
+  if (const cuda::Driver* d = cuda::driver()) {
+    std::string cubin = link_ptx(*d, bin.ptx, bin.entry);
+    cuda::CUmodule m = nullptr;
+    cuda::CUfunction fn = nullptr;
+    cuda::check(d->cuModuleLoadData(&m, cubin.data()), "cuModuleLoadData", " (resource usage of '" + bin.entry + "')");
+    if (d->cuModuleGetFunction(&fn, m, bin.entry.c_str()) == 0) {
+      d->cuFuncGetAttribute(&u.registers, cuda::kFuncAttrNumRegs, fn);
+      d->cuFuncGetAttribute(&u.spill_bytes, cuda::kFuncAttrLocalSizeBytes, fn);
+      d->cuFuncGetAttribute(&u.shared_bytes, cuda::kFuncAttrSharedSizeBytes, fn);
+      u.source = "driver";
+    }
+    d->cuModuleUnload(m);
+    return u;
+  }
+  // No GPU: ask ptxas (from PATH or the toolkit), whose -v report has the same figures.
+  std::string ptxas = std::filesystem::exists("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda/bin/ptxas" : "ptxas";
+  auto tmp = std::filesystem::temp_directory_path() / fmt::format("tiledsl-{}-{}.ptx", bin.entry, getpid());
+  std::ofstream(tmp) << bin.ptx;
+  std::string cmd = fmt::format("'{}' -arch={} -v '{}' -o /dev/null 2>&1", ptxas, arch, tmp.string());
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    if (pclose(p) != 0) out.clear();
+  }
+  std::filesystem::remove(tmp);
+  auto number_before = [&](const std::string& what) {
+    size_t at = out.find(what);
+    if (at == std::string::npos) return 0;
+    size_t start = out.find_last_not_of("0123456789", at - 2) + 1;
+    return std::atoi(out.substr(start, at - 1 - start).c_str());
+  };
+  if (out.find("registers") == std::string::npos) {
+    u.source = "unknown: no GPU, and ptxas did not run";
+    return u;
+  }
+  u.registers = number_before("registers");
+  u.spill_bytes = number_before("bytes spill stores");
+  u.shared_bytes = number_before("bytes smem");
+  u.source = "ptxas";
+  return u;
 }
 
 void launch_gpu_kernel(const GpuKernel& k, std::span<const GpuArg> args, std::array<int64_t, 3> grid, void* stream) {

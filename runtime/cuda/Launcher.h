@@ -6,6 +6,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ir/IR.h"
 #include "runtime/cuda/Driver.h"
@@ -16,10 +18,22 @@ namespace tiledsl::runtime {
 struct GpuBinary {
   std::string ptx;
   std::string entry;  // the kernel's symbol in the PTX (shared memory is declared statically in it)
+  // With keep_stages: the IR after each pass, in order, and the LLVM IR (Kernel::compile).
+  std::vector<std::pair<std::string, std::string>> ir_after_pass;
+  std::string llvm_ir;
 };
 
 // Provided by lib/codegen when it is built in (TILEDSL_HAS_CODEGEN); throws otherwise.
-GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch);
+GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch,
+                          bool keep_stages = false);
+
+// Registers, spill bytes and shared memory of compiled PTX: from the driver when a GPU is
+// present, else from `ptxas -v` when the toolkit is; -1 each, with `source` saying why, otherwise.
+struct ResourceUsage {
+  int registers = -1, spill_bytes = -1, shared_bytes = -1;
+  std::string source;
+};
+ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch);
 
 // The architecture to compile for: TILEDSL_ARCH, else the GPU present, else sm_90.
 std::string target_arch();
