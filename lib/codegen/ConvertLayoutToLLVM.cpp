@@ -28,24 +28,8 @@ Regs Lowering::lower_shape(const ir::Op& op) {
   const ir::Value* res = op.result();
   const Shape &is = in->type.shape(), &os = res->type.shape();
   if (op.kind != OpKind::Trans) {
-    // Pair the non-unit dimensions of the result with those of the source (a broadcast
-    // pairs every dimension).
-    std::vector<int> src_dim(os.size(), -1);
-    bool paired = true;
-    if (op.kind == OpKind::Broadcast) {
-      for (size_t d = 0; d < os.size(); ++d) src_dim[d] = is[d] == 1 ? -1 : static_cast<int>(d);
-    } else if (op.kind != OpKind::ConvertLayout || is == os) {
-      size_t j = 0;
-      for (size_t d = 0; d < os.size() && paired; ++d) {
-        if (os[d] == 1) continue;
-        while (j < is.size() && is[j] == 1) ++j;
-        if (j == is.size() || is[j] != os[d]) paired = false;
-        else src_dim[d] = static_cast<int>(j++);
-      }
-    }
-    if (paired) {
-      if (auto regs = register_map(in, res, src_dim)) return *regs;
-    }
+    if (auto src_dim = passes::paired_dims(op.kind, is, os))
+      if (auto regs = register_map(in, res, *src_dim)) return *regs;
   }
   const auto& perm = op.kind == OpKind::Trans ? op.attr_ints("perm") : std::vector<int64_t>{};
   return shuffle(get(in), in->type, res->type, [&](const std::vector<llvm::Value*>& idx) {

@@ -62,20 +62,7 @@ int64_t shape_op_bytes(const Op& op) {
   if (!in->type.is_tile() || !res->type.is_tile()) return 0;
   const Shape &is = in->type.shape(), &os = res->type.shape();
   if (op.kind != OpKind::Trans) {
-    std::vector<int> src_dim(os.size(), -1);
-    bool paired = true;
-    if (op.kind == OpKind::Broadcast) {
-      for (size_t d = 0; d < os.size(); ++d) src_dim[d] = is[d] == 1 ? -1 : static_cast<int>(d);
-    } else if (op.kind != OpKind::ConvertLayout || is == os) {
-      size_t j = 0;
-      for (size_t d = 0; d < os.size() && paired; ++d) {
-        if (os[d] == 1) continue;
-        while (j < is.size() && is[j] == 1) ++j;
-        if (j == is.size() || is[j] != os[d]) paired = false;
-        else src_dim[d] = static_cast<int>(j++);
-      }
-    }
-    if (paired && register_map(in, res, src_dim)) return 0;
+    if (auto src_dim = paired_dims(op.kind, is, os); src_dim && register_map(in, res, *src_dim)) return 0;
   }
   return in->type.numel() * element_bytes(in->type);
 }

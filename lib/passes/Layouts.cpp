@@ -225,4 +225,21 @@ const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec)
   return BlockedLayout::get(spt, tpw, wpc, order);
 }
 
+std::optional<std::vector<int>> paired_dims(ir::OpKind kind, const Shape& in, const Shape& out) {
+  std::vector<int> src_dim(out.size(), -1);
+  if (kind == ir::OpKind::Broadcast) {  // a broadcast pairs every dimension
+    for (size_t d = 0; d < out.size(); ++d) src_dim[d] = in[d] == 1 ? -1 : static_cast<int>(d);
+    return src_dim;
+  }
+  if (kind == ir::OpKind::ConvertLayout && in != out) return std::nullopt;
+  size_t j = 0;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    while (j < in.size() && in[j] == 1) ++j;
+    if (j == in.size() || in[j] != out[d]) return std::nullopt;
+    src_dim[d] = static_cast<int>(j++);
+  }
+  return src_dim;
+}
+
 }  // namespace tiledsl::passes

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/IR.h"
 #include "ir/Type.h"
 
 namespace tiledsl::passes {
@@ -108,5 +109,11 @@ const DistributedLayout* layout_of(ir::Type t);
 // The default layout of a tile of `shape`: `vec` contiguous elements per thread along the last
 // dimension, then lanes and warps along the last dimension first (coalesced row-major access).
 const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec = 1);
+
+// For a shape op (broadcast, expand_dims, reshape, convert_layout; not trans) from `in` to `out`:
+// the source dimension each result dimension takes its index from (-1 for a new or unit
+// dimension), or nothing when the non-unit dimensions do not pair up. Codegen moves registers
+// directly when the layouts agree on these pairs; the shared-memory allocation must agree.
+std::optional<std::vector<int>> paired_dims(ir::OpKind kind, const Shape& in, const Shape& out);
 
 }  // namespace tiledsl::passes
