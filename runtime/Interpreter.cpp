@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ir/Semantics.h"
 #include "support/Error.h"
 
 namespace tiledsl::runtime {
@@ -73,54 +74,6 @@ std::string index_str(const std::vector<int64_t>& shape, size_t flat) {
   return ir::shape_str(idx);
 }
 
-uint64_t as_u64(DType t, int64_t v) { return t == DType::u64 ? static_cast<uint64_t>(v) : static_cast<uint64_t>(v); }
-
-double int_to_double(DType t, int64_t v) {
-  return t == DType::u64 ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
-}
-
-// An integer converted to float type `to` with one rounding (as cvt.rn does). A 64-bit integer
-// may not fit in double's 53 bits: it is first rounded to odd there, which keeps the final
-// rounding to any narrower type exact.
-double int_to_float(DType from, int64_t v, DType to) {
-  if (to == DType::f64 || bit_width(from) < 64) return round_to(to, int_to_double(from, v));
-  bool neg = from != DType::u64 && v < 0;
-  uint64_t m = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-  int shift = 0;
-  while ((m >> shift) >= (uint64_t{1} << 53)) ++shift;
-  uint64_t top = m >> shift;
-  if (shift && (m & ((uint64_t{1} << shift) - 1))) top |= 1;  // sticky bit: round to odd
-  double d = std::ldexp(static_cast<double>(top), shift);
-  return round_to(to, neg ? -d : d);
-}
-
-int64_t float_to_int(DType to, double x) {
-  // To bool: x != 0 (so 0.5 and NaN are true). Otherwise as the GPU's cvt.rzi: truncate,
-  // saturate to the target range, NaN becomes 0.
-  if (to == DType::i1) return x != 0;
-  if (std::isnan(x)) return 0;
-  x = std::trunc(x);
-  if (to == DType::u64) {
-    if (x <= 0) return 0;
-    if (x >= 18446744073709551615.0) return static_cast<int64_t>(~uint64_t{0});
-    return static_cast<int64_t>(static_cast<uint64_t>(x));
-  }
-  double lo, hi;
-  if (is_unsigned(to)) {
-    lo = 0;
-    hi = std::ldexp(1.0, bit_width(to)) - 1;
-  } else {
-    lo = -std::ldexp(1.0, bit_width(to) - 1);
-    hi = std::ldexp(1.0, bit_width(to) - 1) - 1;
-  }
-  if (to == DType::i64) {
-    if (x >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
-    if (x <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
-    return static_cast<int64_t>(x);
-  }
-  return static_cast<int64_t>(std::clamp(x, lo, hi));
-}
-
 double float_math(OpKind k, DType t, double x) {
   if (t == DType::f64) {
     switch (k) {
@@ -158,14 +111,6 @@ double float_math(OpKind k, DType t, double x) {
   return 0;
 }
 
-bool compare(const std::string& p, auto a, auto b) {
-  if (p == "eq") return a == b;
-  if (p == "ne") return a != b;
-  if (p == "lt") return a < b;
-  if (p == "le") return a <= b;
-  if (p == "gt") return a > b;
-  return a >= b;
-}
 
 struct Alloc {
   char* base;
@@ -402,8 +347,8 @@ void Program::exec_cast(const Op& op, RVal& out) {
   }
   for (size_t j = 0; j < n; ++j) {
     if (is_float(from) && is_float(to)) out.f.push_back(round_to(to, in.f[j]));
-    else if (is_float(from)) out.i.push_back(float_to_int(to, in.f[j]));
-    else if (is_float(to)) out.f.push_back(int_to_float(from, in.i[j], to));
+    else if (is_float(from)) out.i.push_back(ir::float_to_int(to, in.f[j]));
+    else if (is_float(to)) out.f.push_back(ir::int_to_float(from, in.i[j], to));
     else out.i.push_back(to == DType::i1 ? in.i[j] != 0 : wrap_int(to, in.i[j]));
   }
 }
@@ -420,11 +365,8 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
     case OpKind::Cmp: {
       const std::string& p = op.attr_str("pred");
       out.i.resize(n);
-      for (size_t j = 0; j < n; ++j) {
-        if (flt) out.i[j] = compare(p, at_f(0, j), at_f(1, j));
-        else if (d == DType::u64) out.i[j] = compare(p, static_cast<uint64_t>(at_i(0, j)), static_cast<uint64_t>(at_i(1, j)));
-        else out.i[j] = compare(p, at_i(0, j), at_i(1, j));
-      }
+      for (size_t j = 0; j < n; ++j)
+        out.i[j] = flt ? ir::compare_floats(p, at_f(0, j), at_f(1, j)) : ir::compare_ints(p, d, at_i(0, j), at_i(1, j));
       return;
     }
     case OpKind::Select: {
@@ -464,66 +406,18 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
   if (op.kind == OpKind::Neg || op.kind == OpKind::Abs || op.kind == OpKind::Not) {
     for (size_t j = 0; j < n; ++j) {
       if (flt) out.f.push_back(op.kind == OpKind::Neg ? -at_f(0, j) : std::fabs(at_f(0, j)));
-      else if (op.kind == OpKind::Not) out.i.push_back(d == DType::i1 ? !at_i(0, j) : wrap_int(d, ~at_i(0, j)));
-      else if (op.kind == OpKind::Neg) out.i.push_back(wrap_int(d, static_cast<int64_t>(0ull - static_cast<uint64_t>(at_i(0, j)))));
-      else out.i.push_back(is_unsigned(d) ? at_i(0, j) : wrap_int(d, at_i(0, j) < 0 ? static_cast<int64_t>(0ull - static_cast<uint64_t>(at_i(0, j))) : at_i(0, j)));
+      else out.i.push_back(ir::int_unary(op.kind, d, at_i(0, j)));
     }
     return;
   }
   TILEDSL_CHECK(ir::has_trait(op.kind, ir::kBinary), "no interpreter case for op ", op.name());
   if (flt) {
     out.f.resize(n);
-    for (size_t j = 0; j < n; ++j) {
-      double a = at_f(0, j), b = at_f(1, j), r = 0;
-      switch (op.kind) {
-        case OpKind::Add: r = a + b; break;
-        case OpKind::Sub: r = a - b; break;
-        case OpKind::Mul: r = a * b; break;
-        case OpKind::Div: r = a / b; break;
-        case OpKind::Rem: r = std::fmod(a, b); break;
-        case OpKind::Max: r = std::fmax(a, b); break;
-        case OpKind::Min: r = std::fmin(a, b); break;
-        default: TILEDSL_CHECK(false, "bad float op");
-      }
-      out.f[j] = round_to(d, r);
-    }
+    for (size_t j = 0; j < n; ++j) out.f[j] = ir::float_binary(op.kind, d, at_f(0, j), at_f(1, j));
     return;
   }
   out.i.resize(n);
-  const bool uns = is_unsigned(d);
-  const int width = bit_width(d);
-  for (size_t j = 0; j < n; ++j) {
-    int64_t a = at_i(0, j), b = at_i(1, j);
-    uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-    int64_t r = 0;
-    switch (op.kind) {
-      case OpKind::Add: r = static_cast<int64_t>(ua + ub); break;
-      case OpKind::Sub: r = static_cast<int64_t>(ua - ub); break;
-      case OpKind::Mul: r = static_cast<int64_t>(ua * ub); break;
-      case OpKind::Div:
-      case OpKind::Rem:
-        if (b == 0) {  // defined, as on the GPU: all bits set, remainder = dividend (docs/language.md)
-          r = op.kind == OpKind::Div ? -1 : a;
-          break;
-        }
-        if (uns) r = static_cast<int64_t>(op.kind == OpKind::Div ? as_u64(d, a) / as_u64(d, b) : as_u64(d, a) % as_u64(d, b));
-        else if (b == -1) r = op.kind == OpKind::Div ? static_cast<int64_t>(0ull - ua) : 0;
-        else r = op.kind == OpKind::Div ? a / b : a % b;
-        break;
-      case OpKind::Max: r = uns ? static_cast<int64_t>(std::max(ua, ub)) : std::max(a, b); break;
-      case OpKind::Min: r = uns ? static_cast<int64_t>(std::min(ua, ub)) : std::min(a, b); break;
-      case OpKind::And: r = a & b; break;
-      case OpKind::Or: r = a | b; break;
-      case OpKind::Xor: r = a ^ b; break;
-      case OpKind::Shl: r = (ub >= static_cast<uint64_t>(width)) ? 0 : static_cast<int64_t>(ua << ub); break;
-      case OpKind::Shr:
-        if (uns) r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua >> ub);
-        else r = a >> std::min<uint64_t>(ub, 63);
-        break;
-      default: TILEDSL_CHECK(false, "bad int op");
-    }
-    out.i[j] = d == DType::i1 ? (r & 1) : wrap_int(d, r);
-  }
+  for (size_t j = 0; j < n; ++j) out.i[j] = ir::int_binary(op.kind, d, at_i(0, j), at_i(1, j));
 }
 
 void Program::exec_memory(const Op& op, RVal& out) {

@@ -5,6 +5,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "ir/Semantics.h"
+
 namespace tiledsl::passes {
 
 namespace {
@@ -39,63 +41,6 @@ std::optional<Const> constant_of(const Value* v) {
   return c;
 }
 
-bool compare(const std::string& p, auto a, auto b) {
-  if (p == "eq") return a == b;
-  if (p == "ne") return a != b;
-  if (p == "lt") return a < b;
-  if (p == "le") return a <= b;
-  if (p == "gt") return a > b;
-  return a >= b;
-}
-
-// Integer binary ops of dtype `d`, as runtime/Interpreter.cpp computes them.
-int64_t int_binary(OpKind k, DType d, int64_t a, int64_t b) {
-  const bool uns = is_unsigned(d);
-  const int width = bit_width(d);
-  uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  int64_t r = 0;
-  switch (k) {
-    case OpKind::Add: r = static_cast<int64_t>(ua + ub); break;
-    case OpKind::Sub: r = static_cast<int64_t>(ua - ub); break;
-    case OpKind::Mul: r = static_cast<int64_t>(ua * ub); break;
-    case OpKind::Div:
-    case OpKind::Rem:
-      if (b == 0) {  // defined: all bits set, remainder = dividend
-        r = k == OpKind::Div ? -1 : a;
-        break;
-      }
-      if (uns) r = static_cast<int64_t>(k == OpKind::Div ? ua / ub : ua % ub);
-      else if (b == -1) r = k == OpKind::Div ? static_cast<int64_t>(0ull - ua) : 0;
-      else r = k == OpKind::Div ? a / b : a % b;
-      break;
-    case OpKind::Max: r = uns ? static_cast<int64_t>(std::max(ua, ub)) : std::max(a, b); break;
-    case OpKind::Min: r = uns ? static_cast<int64_t>(std::min(ua, ub)) : std::min(a, b); break;
-    case OpKind::And: r = a & b; break;
-    case OpKind::Or: r = a | b; break;
-    case OpKind::Xor: r = a ^ b; break;
-    case OpKind::Shl: r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua << ub); break;
-    case OpKind::Shr:
-      if (uns) r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua >> ub);
-      else r = a >> std::min<uint64_t>(ub, 63);
-      break;
-    default: break;
-  }
-  return d == DType::i1 ? (r & 1) : wrap_int(d, r);
-}
-
-std::optional<double> float_binary(OpKind k, double a, double b) {
-  switch (k) {
-    case OpKind::Add: return a + b;
-    case OpKind::Sub: return a - b;
-    case OpKind::Mul: return a * b;
-    case OpKind::Div: return a / b;
-    case OpKind::Rem: return std::fmod(a, b);
-    case OpKind::Max: return std::fmax(a, b);
-    case OpKind::Min: return std::fmin(a, b);
-    default: return std::nullopt;
-  }
-}
-
 // The value of `op` applied to constant operands `c`, when it can be computed exactly as
 // the interpreter would.
 std::optional<Const> fold(const Op& op, const std::vector<Const>& c) {
@@ -107,44 +52,30 @@ std::optional<Const> fold(const Op& op, const std::vector<Const>& c) {
   out.flt = holds_float(op.result()->type);
   if (ir::has_trait(op.kind, ir::kBinary)) {
     if (!flt) {
-      out.i = int_binary(op.kind, d, c[0].i, c[1].i);
+      out.i = ir::int_binary(op.kind, d, c[0].i, c[1].i);
       return out;
     }
-    auto r = float_binary(op.kind, c[0].f, c[1].f);
-    if (!r) return std::nullopt;
-    out.f = round_to(d, *r);
+    out.f = ir::float_binary(op.kind, d, c[0].f, c[1].f);
   } else {
     switch (op.kind) {
       case OpKind::Cmp: {
         const std::string& p = op.attr_str("pred");
-        if (flt) out.i = compare(p, c[0].f, c[1].f);
-        else if (d == DType::u64) out.i = compare(p, static_cast<uint64_t>(c[0].i), static_cast<uint64_t>(c[1].i));
-        else out.i = compare(p, c[0].i, c[1].i);
+        out.i = flt ? ir::compare_floats(p, c[0].f, c[1].f) : ir::compare_ints(p, d, c[0].i, c[1].i);
         return out;
       }
       case OpKind::Neg:
-        if (flt) out.f = -c[0].f;
-        else out.i = wrap_int(d, static_cast<int64_t>(0ull - static_cast<uint64_t>(c[0].i)));
-        break;
       case OpKind::Abs:
-        if (flt) out.f = std::fabs(c[0].f);
-        else if (is_unsigned(d)) out.i = c[0].i;
-        else out.i = wrap_int(d, c[0].i < 0 ? static_cast<int64_t>(0ull - static_cast<uint64_t>(c[0].i)) : c[0].i);
-        break;
       case OpKind::Not:
-        out.i = d == DType::i1 ? !c[0].i : wrap_int(d, ~c[0].i);
+        if (flt) out.f = op.kind == OpKind::Neg ? -c[0].f : std::fabs(c[0].f);
+        else out.i = ir::int_unary(op.kind, d, c[0].i);
         break;
       case OpKind::Cast:
         if (out.flt && !foldable_float(rd)) return std::nullopt;
         if (flt && out.flt) out.f = round_to(rd, c[0].f);
         else if (flt) {
-          if (rd != DType::i1) return std::nullopt;  // saturating truncation: left to the interpreter
-          out.i = c[0].f != 0;
+          out.i = ir::float_to_int(rd, c[0].f);
         } else if (out.flt) {
-          // One rounding from the exact integer: exact in double below 64 bits.
-          if (bit_width(d) == 64 && rd != DType::f64) return std::nullopt;
-          double x = d == DType::u64 ? static_cast<double>(static_cast<uint64_t>(c[0].i)) : static_cast<double>(c[0].i);
-          out.f = round_to(rd, x);
+          out.f = ir::int_to_float(d, c[0].i, rd);
         } else {
           out.i = rd == DType::i1 ? c[0].i != 0 : wrap_int(rd, c[0].i);
         }

@@ -1,0 +1,30 @@
+// The value semantics of the elementwise ops on one element: what the interpreter computes and
+// what canonicalize folds, in one place so the two cannot drift apart. Integers are held as
+// int64 wrapped to their dtype's width (u64 as its bit pattern); floats as double rounded to
+// their dtype. docs/language.md states the same rules for users.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/IR.h"
+
+namespace tiledsl::ir {
+
+// add sub mul div rem maximum minimum and or xor shl shr on integers of dtype `d`: wrapping, C's
+// truncating division, division by zero defined (quotient all bits set, remainder the dividend),
+// MIN / -1 wrapping, shifts by the width or more giving 0 (or the sign).
+int64_t int_binary(OpKind k, DType d, int64_t a, int64_t b);
+// The same ops on floats, computed exactly and rounded once to `d`.
+double float_binary(OpKind k, DType d, double a, double b);
+// neg, abs, not on integers of dtype `d`.
+int64_t int_unary(OpKind k, DType d, int64_t a);
+// A comparison `pred` ("eq", "ne", "lt", "le", "gt", "ge"); NaN compares unequal to everything.
+bool compare_ints(const std::string& pred, DType d, int64_t a, int64_t b);
+bool compare_floats(const std::string& pred, double a, double b);
+// Conversions between dtypes, as the GPU's cvt: float to integer truncates and saturates (NaN
+// becomes 0), float to bool is x != 0, integer to float rounds once to nearest even.
+int64_t float_to_int(DType to, double x);
+double int_to_float(DType from, int64_t x, DType to);
+
+}  // namespace tiledsl::ir
