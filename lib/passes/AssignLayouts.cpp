@@ -41,12 +41,32 @@ class Assigner {
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind == OpKind::Load && is_tile(op->result())) layout_[op->result()] = anchor(*op);
     });
+    // Values computed elementwise from loaded tiles prefer their loads' layout when no user
+    // decides one (a value that only feeds a reduction, say), so it is not converted.
+    ir::walk(f_.body, [&](const Op* op) {
+      if (!ir::has_trait(op->kind, ir::kElementwise)) return;
+      for (const auto& r : op->results) {
+        if (!is_tile(r.get())) continue;
+        for (const Value* v : op->operands) {
+          auto l = layout_.find(v);
+          auto p = preferred_.find(v);
+          Layout known = l != layout_.end() ? l->second : p != preferred_.end() ? p->second : nullptr;
+          if (known && v->type.shape() == r->type.shape()) {
+            preferred_.emplace(r.get(), known);
+            break;
+          }
+        }
+      }
+    });
     block(f_.body);
     materialize();
   }
 
  private:
-  Layout fallback(const Value* v) const { return default_blocked(v->type.shape(), num_warps_); }
+  Layout fallback(const Value* v) const {
+    auto it = preferred_.find(v);
+    return it != preferred_.end() ? it->second : default_blocked(v->type.shape(), num_warps_);
+  }
   Layout anchor(const Op& op) const {
     return default_blocked(op.operands[0]->type.shape(), num_warps_, memory_vector_width(op, info_));
   }
@@ -268,6 +288,7 @@ class Assigner {
     Layout to;
   };
 
+  std::unordered_map<const Value*, Layout> preferred_;
   ir::Function& f_;
   int num_warps_;
   AxisInfoMap info_;
