@@ -24,6 +24,12 @@ namespace cu = tiledsl::cuda;
 
 namespace {
 
+std::string fmt_double(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
 const cu::Driver& drv() { return *cu::driver(); }
 
 // Median milliseconds of `fn` (tl::bench: CUDA events, L2 flushed before each run, as Triton's do_bench).
@@ -40,7 +46,16 @@ double copy_gbps(size_t bytes) {
   return 2.0 * static_cast<double>(bytes) / ms / 1e6;
 }
 
+// Every figure, for the table printed at the end and the CSV (--csv=PATH).
+tl::Report& summary() {
+  static tl::Report r({"workload", "ms", "value", "unit", "reference", "ratio"});
+  return r;
+}
+
+std::string num(double v, int digits = 4) { return fmt_double(v, digits); }
+
 void row(const std::string& name, double ms, double gbps, double ref_gbps, const std::string& ref_name) {
+  summary().add_row({name, num(ms), num(gbps, 1), "GB/s", ref_name + " " + num(ref_gbps, 1), num(gbps / ref_gbps, 3)});
   std::printf("%-40s %10.4f ms %9.1f GB/s   %s %9.1f GB/s   ratio %.3f\n", name.c_str(), ms, gbps, ref_name.c_str(),
               ref_gbps, gbps / ref_gbps);
   std::fflush(stdout);
@@ -228,6 +243,7 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
   }
   double ref_ms = time_ms(ref);
   double ref_gflops = 2.0 * static_cast<double>(nnz * f) / ref_ms / 1e6;
+  summary().add_row({name, num(ms), num(gflops, 1), "GFLOP/s", "cuSPARSE " + num(ref_gflops, 1), num(gflops / ref_gflops, 3)});
   std::printf("%-40s %10.4f ms %9.1f GFLOP/s   cuSPARSE %9.1f GFLOP/s   ratio %.3f   relerr %.1e\n", name.c_str(), ms,
               gflops, ref_gflops, gflops / ref_gflops, std::sqrt(err / norm));
 }
@@ -243,6 +259,7 @@ void first_launch_attention(const char* label) {
                                                                                      1, 1, n, d, 32, 32, 0);
   drv().cuCtxSynchronize();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  summary().add_row({label, num(ms, 3), "", "", "", ""});
   std::printf("%-40s %10.3f ms\n", label, ms);
 }
 
@@ -257,13 +274,28 @@ int64_t next_pow2(int64_t n) {
 int main(int argc, char** argv) {
   // `tiledsl-bench first-launch`: only the first launch of the tiny kernel, to time a warm start
   // from the disk cache in a fresh process (run it after a full run has filled the cache).
-  const bool first_launch_only = argc > 1 && std::string(argv[1]) == "first-launch";
+  bool first_launch_only = false;
+  std::string csv;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "first-launch") first_launch_only = true;
+    else if (a.rfind("--csv=", 0) == 0) csv = a.substr(6);
+  }
+
   std::string why;
   if (!tl::runtime::gpu_available(&why)) {
     std::printf("tiledsl-bench: no GPU (%s); nothing to measure\n", why.c_str());
     return 0;
   }
   std::printf("tiledsl-bench on %s\n", cu::device_info().name.c_str());
+  struct Finish {  // the summary table (and CSV) however main returns
+    const std::string& csv;
+    ~Finish() {
+      std::printf("\n");
+      summary().print();
+      if (!csv.empty()) summary().write_csv(csv);
+    }
+  } finish{csv};
 
   // Cold compile + first launch: trace, lower, PTX, load, launch, synchronise.
   {
@@ -273,7 +305,9 @@ int main(int argc, char** argv) {
     cold[1](x, y, o, 1024, 1024);
     drv().cuCtxSynchronize();
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%-40s %10.3f ms\n", first_launch_only ? "first launch in a new process, add" : "cold compile + first launch, add", ms);
+    const char* label = first_launch_only ? "first launch in a new process, add" : "cold compile + first launch, add";
+    summary().add_row({label, num(ms, 3), "", "", "", ""});
+    std::printf("%-40s %10.3f ms\n", label, ms);
     if (first_launch_only) {
       first_launch_attention("first launch in a new process, attention");
       return 0;
@@ -286,6 +320,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; ++i) cold[1](x, y, o, 1024, 1024);
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
     drv().cuCtxSynchronize();
+    summary().add_row({"host time per launch, tiny add", num(us / 1000, 6), num(us, 3), "us", "", ""});
     std::printf("%-40s %10.3f us\n", "host time per launch, tiny add", us);
   }
 
@@ -312,6 +347,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < reps; ++i) tuned[tiny](xs, ys, os, 1024);
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
     drv().cuCtxSynchronize();
+    summary().add_row({"host time per launch, tiny add, tuned", num(us / 1000, 6), num(us, 3), "us", "", ""});
     std::printf("%-40s %10.3f us\n", "host time per launch, tiny add, tuned", us);
   }
 

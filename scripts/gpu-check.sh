@@ -51,7 +51,7 @@ if [ -z "${TILEDSL_CUSPARSE_PATH:-}" ]; then
   [ -n "$TILEDSL_CUSPARSE_PATH" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$TILEDSL_CUSPARSE_PATH"):$(dirname "$TILEDSL_CUSPARSE_PATH")/../../nvjitlink/lib"
 fi
 export TILEDSL_CACHE_DIR="$work/cache"  # empty: the first launch is a cold compile
-(cd "$work" && TILEDSL_PRINT_AUTOTUNING=1 TILEDSL_PRINT_COMPILE_TIMES=1 timeout 300 "$bin/tiledsl-bench") 2>&1 | tee "$logs/bench.log"
+(cd "$work" && TILEDSL_PRINT_AUTOTUNING=1 TILEDSL_PRINT_COMPILE_TIMES=1 timeout 300 "$bin/tiledsl-bench" --csv="$logs/bench.csv") 2>&1 | tee "$logs/bench.log"
 (cd "$work" && TILEDSL_PRINT_COMPILE_TIMES=1 "$bin/tiledsl-bench" first-launch) 2>&1 | sed 's/^/warm start (disk cache): /' | tee -a "$logs/bench.log"
 
 if [ -f .ref/triton_torch_anchors.py ]; then
