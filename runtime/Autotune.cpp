@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "runtime/cuda/DiskCache.h"
 #include "runtime/cuda/Driver.h"
@@ -230,6 +231,27 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
   }
 
   const bool gpu = device_of(full) == Device::cuda;
+  // Compile every candidate first, on as many threads as the machine has; timing is sequential.
+  std::vector<std::string> compile_error(t.configs.size());
+  if (gpu && candidates.size() > 1) {
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t n; (n = next++) < candidates.size();) {
+        size_t i = candidates[n];
+        std::array<detail::LaunchArg, 64> cbuf;
+        try {
+          t.kernel.prepare({t.configs[i].num_warps, t.configs[i].num_stages, nullptr}, t.full_args(user, i, cbuf));
+        } catch (const std::exception& e) {
+          compile_error[i] = e.what();
+        }
+      }
+    };
+    size_t threads = std::min<size_t>(candidates.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t w = 1; w < threads; ++w) pool.emplace_back(worker);
+    worker();
+    for (auto& th : pool) th.join();
+  }
   Report report({"config", "median ms", "status"});
   std::optional<size_t> best;
   double best_ms = 1e300;
@@ -239,6 +261,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
     std::array<detail::LaunchArg, 64> cbuf;
     auto cfull = t.full_args(user, i, cbuf);
     try {
+      if (!compile_error[i].empty()) throw Error(compile_error[i]);
       if (!gpu) {  // the interpreter: the first config that traces, untimed (docs/autotune.md)
         t.kernel.ir_for(cfull);
         best = i;

@@ -188,6 +188,9 @@ class Kernel {
 
   Launch operator[](Grid g) const { return Launch(*this, std::move(g)); }
   void launch(const Grid& g, const LaunchOptions& o, std::span<const detail::LaunchArg> args) const;
+  // Traces and (on the GPU) compiles and loads what a launch with these options and arguments
+  // would use, without launching. Thread-safe; different options compile concurrently.
+  void prepare(const LaunchOptions& o, std::span<const detail::LaunchArg> args) const;
 
   // The traced IR text of the specialisation that these arguments select (nothing runs).
   template <class... Args>

@@ -203,15 +203,25 @@ detail::Specialization* specialise(KernelImpl& k, std::span<const LaunchArg> arg
 namespace {
 // The GPU path: compile and load once per (specialisation, num_warps, num_stages), then pack
 // the arguments into fixed storage and launch.
-void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o, std::span<const LaunchArg> args,
-                Dim3 grid) {
-  const runtime::GpuKernel* gk;
+// The loaded kernel for (specialisation, num_warps, num_stages), compiling it on first use. The
+// compile runs outside the kernel's lock, so different configurations compile at once (the
+// autotuner does so); two threads racing on one configuration compile it twice and keep one.
+const runtime::GpuKernel* gpu_kernel(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o) {
+  const std::pair<int, int> key{o.num_warps, o.num_stages};
   {
     std::lock_guard lock(k.mu);
-    auto& slot = spec.gpu[{o.num_warps, o.num_stages}];
-    if (!slot) slot = runtime::load_gpu_kernel(*spec.fn, o.num_warps, o.num_stages);
-    gk = slot.get();  // loaded kernels live as long as the specialisation
+    if (auto it = spec.gpu.find(key); it != spec.gpu.end()) return it->second.get();
   }
+  auto fresh = runtime::load_gpu_kernel(*spec.fn, o.num_warps, o.num_stages);
+  std::lock_guard lock(k.mu);
+  auto& slot = spec.gpu[key];
+  if (!slot) slot = std::move(fresh);
+  return slot.get();  // loaded kernels live as long as the specialisation
+}
+
+void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o, std::span<const LaunchArg> args,
+                Dim3 grid) {
+  const runtime::GpuKernel* gk = gpu_kernel(k, spec, o);
   std::array<runtime::GpuArg, 64> packed;
   size_t n = 0;
   for (size_t i = 0; i < args.size() && n < packed.size(); ++i) {
@@ -258,6 +268,13 @@ Kernel::Kernel(std::string name, std::vector<std::string> params, std::vector<Pa
   std::set<std::string> seen;
   for (const auto& p : impl_->params)
     if (!seen.insert(p).second) user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' appears twice", p);
+}
+
+void Kernel::prepare(const LaunchOptions& o, std::span<const LaunchArg> args) const {
+  KernelImpl& k = *impl_;
+  Device device = check_args(k, args, SourceLoc::current());
+  auto spec = specialise(k, args);
+  if (device == Device::cuda) gpu_kernel(k, *spec, o);
 }
 
 void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const LaunchArg> args) const {
