@@ -16,7 +16,9 @@
 #include <random>
 
 #include "attention_kernel.h"
+#include "ir/Parser.h"
 #include "runtime/Backend.h"
+#include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/Driver.h"
 
 namespace tl = tiledsl;
@@ -322,6 +324,20 @@ int main(int argc, char** argv) {
     drv().cuCtxSynchronize();
     summary().add_row({"host time per launch, tiny add", num(us / 1000, 6), num(us, 3), "us", "", ""});
     std::printf("%-40s %10.3f us\n", "host time per launch, tiny add", us);
+    // The floor: the same kernel through cuLaunchKernel alone, to show what tiledsl adds.
+    auto f = tiledsl::ir::parse(cold.ir(x, y, o, 1024, 1024));
+    f->number_values();
+    auto gk = tiledsl::runtime::load_gpu_kernel(*f, 4, 3);
+    std::array<tiledsl::runtime::GpuArg, 4> raw{{{reinterpret_cast<uintptr_t>(x.data_ptr())},
+                                                 {reinterpret_cast<uintptr_t>(y.data_ptr())},
+                                                 {reinterpret_cast<uintptr_t>(o.data_ptr())},
+                                                 {1024}}};
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) tiledsl::runtime::launch_gpu_kernel(*gk, raw, {1, 1, 1}, nullptr);
+    double floor_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
+    drv().cuCtxSynchronize();
+    summary().add_row({"host time per launch, cuLaunchKernel alone", num(floor_us / 1000, 6), num(floor_us, 3), "us", "", ""});
+    std::printf("%-40s %10.3f us\n", "host time per launch, cuLaunchKernel alone", floor_us);
   }
 
   first_launch_attention("cold compile + first launch, attention");

@@ -2,18 +2,25 @@
 
 #include <fmt/format.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "ir/Printer.h"
 #include "runtime/cuda/DiskCache.h"
 #include "runtime/cuda/NvJitLink.h"
 #include "tiledsl/error.h"
+
+extern char** environ;
 
 namespace tiledsl::runtime {
 
@@ -37,6 +44,55 @@ GpuKernel::~GpuKernel() {
 }
 
 namespace {
+// The toolkit's ptxas, when there is one: TILEDSL_PTXAS_PATH ("0" disables), /usr/local/cuda/bin,
+// or PATH. Run as a process it assembles a small kernel in a few milliseconds, where the driver's
+// JIT takes 10 to 20 (docs/benchmarks.md).
+const std::string& ptxas_path() {
+  static const std::string path = [] {
+    if (const char* e = std::getenv("TILEDSL_PTXAS_PATH"); e && *e) return std::string(std::strcmp(e, "0") ? e : "");
+    if (std::filesystem::exists("/usr/local/cuda/bin/ptxas")) return std::string("/usr/local/cuda/bin/ptxas");
+    if (const char* p = std::getenv("PATH")) {
+      std::string dirs = p;
+      for (size_t start = 0; start <= dirs.size();) {
+        size_t end = dirs.find(':', start);
+        if (end == std::string::npos) end = dirs.size();
+        auto candidate = std::filesystem::path(dirs.substr(start, end - start)) / "ptxas";
+        if (!dirs.substr(start, end - start).empty() && std::filesystem::exists(candidate)) return candidate.string();
+        start = end + 1;
+      }
+    }
+    return std::string();
+  }();
+  return path;
+}
+
+// PTX to a cubin with ptxas as a child process; nothing when ptxas is absent or fails (the
+// driver's JIT then reports what is wrong).
+std::optional<std::string> ptxas_compile(const std::string& ptx, const std::string& arch, const std::string& name) {
+  if (ptxas_path().empty()) return std::nullopt;
+  auto dir = std::filesystem::temp_directory_path();
+  std::string stem = fmt::format("tiledsl-{}-{}-{}", name, getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  std::string in = (dir / (stem + ".ptx")).string(), out = (dir / (stem + ".cubin")).string();
+  std::ofstream(in) << ptx;
+  std::string arch_flag = "-arch=" + arch;
+  const char* argv[] = {ptxas_path().c_str(), arch_flag.c_str(), in.c_str(), "-o", out.c_str(), nullptr};
+  pid_t pid = 0;
+  int status = -1;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char* const*>(argv), environ) == 0)
+    waitpid(pid, &status, 0);
+  std::optional<std::string> cubin;
+  if (status == 0) {
+    std::ifstream f(out, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (!ss.str().empty()) cubin = ss.str();
+  }
+  std::error_code ec;
+  std::filesystem::remove(in, ec);
+  std::filesystem::remove(out, ec);
+  return cubin;
+}
+
 // PTX to a cubin with the driver's own JIT linker, so the disk cache can hold machine code and a
 // warm start skips both LLVM and the PTX JIT.
 std::string link_ptx(const cuda::Driver& d, const std::string& ptx, const std::string& name) {
@@ -78,12 +134,21 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
     GpuBinary fresh = compile_for_gpu(f, num_warps, num_stages, arch);
     compile_ms = ms_since(t1);
     t1 = Clock::now();
+    // nvJitLink when asked for, else ptxas when present, else the driver's JIT; a cubin the
+    // driver will not load (a toolkit newer than the driver) falls back to the JIT.
     std::optional<std::string> cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name);
     if (cubin) linker = "nvJitLink";
+    else if ((cubin = ptxas_compile(fresh.ptx, arch, f.name))) linker = "ptxas";
+    if (cubin && d->cuModuleLoadData(&k->module, cubin->data()) != 0) {
+      k->module = nullptr;
+      cubin.reset();
+    }
+    if (!cubin) linker = "driver";
     bin = CachedBinary{fresh.entry, cubin ? *cubin : link_ptx(*d, fresh.ptx, f.name)};
     link_ms = ms_since(t1);
-    cuda::check(d->cuModuleLoadData(&k->module, bin->binary.data()), "cuModuleLoadData",
-                fmt::format(" loading kernel '{}'", f.name));
+    if (!k->module)
+      cuda::check(d->cuModuleLoadData(&k->module, bin->binary.data()), "cuModuleLoadData",
+                  fmt::format(" loading kernel '{}'", f.name));
     cache_write(key, *bin);
   }
   // TILEDSL_PRINT_COMPILE_TIMES: where a first launch's time goes.
@@ -127,7 +192,7 @@ ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch) {
     return u;
   }
   // No GPU: ask ptxas (from PATH or the toolkit), whose -v report has the same figures.
-  std::string ptxas = std::filesystem::exists("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda/bin/ptxas" : "ptxas";
+  std::string ptxas = ptxas_path().empty() ? "ptxas" : ptxas_path();
   auto tmp = std::filesystem::temp_directory_path() / fmt::format("tiledsl-{}-{}.ptx", bin.entry, getpid());
   std::ofstream(tmp) << bin.ptx;
   std::string cmd = fmt::format("'{}' -arch={} -v '{}' -o /dev/null 2>&1", ptxas, arch, tmp.string());
