@@ -44,26 +44,22 @@ GpuKernel::~GpuKernel() {
 }
 
 namespace {
-// The toolkit's ptxas, when there is one: TILEDSL_PTXAS_PATH ("0" disables), /usr/local/cuda/bin,
-// or PATH. Run as a process it assembles a small kernel in a few milliseconds, where the driver's
-// JIT takes 10 to 20 (docs/benchmarks.md).
+// The toolkit's ptxas, for PTX -> cubin only when TILEDSL_PTXAS_PATH names it: measured on the
+// H200 (docs/benchmarks.md, run 7) a ptxas process took as long as the driver's JIT (about 20 ms
+// for a small kernel), so the driver stays the default and no child process is spawned unasked.
 const std::string& ptxas_path() {
   static const std::string path = [] {
-    if (const char* e = std::getenv("TILEDSL_PTXAS_PATH"); e && *e) return std::string(std::strcmp(e, "0") ? e : "");
-    if (std::filesystem::exists("/usr/local/cuda/bin/ptxas")) return std::string("/usr/local/cuda/bin/ptxas");
-    if (const char* p = std::getenv("PATH")) {
-      std::string dirs = p;
-      for (size_t start = 0; start <= dirs.size();) {
-        size_t end = dirs.find(':', start);
-        if (end == std::string::npos) end = dirs.size();
-        auto candidate = std::filesystem::path(dirs.substr(start, end - start)) / "ptxas";
-        if (!dirs.substr(start, end - start).empty() && std::filesystem::exists(candidate)) return candidate.string();
-        start = end + 1;
-      }
-    }
-    return std::string();
+    const char* e = std::getenv("TILEDSL_PTXAS_PATH");
+    return std::string(e && *e && std::strcmp(e, "0") != 0 ? e : "");
   }();
   return path;
+}
+
+// ptxas for reading resource usage without a GPU: TILEDSL_PTXAS_PATH, the toolkit's, or PATH's.
+std::string any_ptxas() {
+  if (!ptxas_path().empty()) return ptxas_path();
+  if (std::filesystem::exists("/usr/local/cuda/bin/ptxas")) return "/usr/local/cuda/bin/ptxas";
+  return "ptxas";
 }
 
 // PTX to a cubin with ptxas as a child process; nothing when ptxas is absent or fails (the
@@ -134,8 +130,9 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
     GpuBinary fresh = compile_for_gpu(f, num_warps, num_stages, arch);
     compile_ms = ms_since(t1);
     t1 = Clock::now();
-    // nvJitLink when asked for, else ptxas when present, else the driver's JIT; a cubin the
-    // driver will not load (a toolkit newer than the driver) falls back to the JIT.
+    // nvJitLink or ptxas when asked for (TILEDSL_NVJITLINK_PATH, TILEDSL_PTXAS_PATH), else the
+    // driver's JIT; a cubin the driver will not load (a toolkit newer than the driver) falls back
+    // to the JIT.
     std::optional<std::string> cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name);
     if (cubin) linker = "nvJitLink";
     else if ((cubin = ptxas_compile(fresh.ptx, arch, f.name))) linker = "ptxas";
@@ -192,7 +189,7 @@ ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch) {
     return u;
   }
   // No GPU: ask ptxas (from PATH or the toolkit), whose -v report has the same figures.
-  std::string ptxas = ptxas_path().empty() ? "ptxas" : ptxas_path();
+  std::string ptxas = any_ptxas();
   auto tmp = std::filesystem::temp_directory_path() / fmt::format("tiledsl-{}-{}.ptx", bin.entry, getpid());
   std::ofstream(tmp) << bin.ptx;
   std::string cmd = fmt::format("'{}' -arch={} -v '{}' -o /dev/null 2>&1", ptxas, arch, tmp.string());
