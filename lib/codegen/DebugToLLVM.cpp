@@ -35,6 +35,14 @@ void Lowering::device_printf(const std::string& format, const std::vector<llvm::
   b_.CreateCall(vprintf, {c_string(b_, *mod_, format), buffer});
 }
 
+// printf's format of an element index of `t`: "[%d, %d]", or "scalar".
+static std::string index_format(const ir::Type& t) {
+  if (!t.is_tile()) return "scalar";
+  std::string f = "[";
+  for (size_t d = 0; d < t.shape().size(); ++d) f += d ? ", %d" : "%d";
+  return f + "]";
+}
+
 // As the interpreter: "pid (x, y, z) idx [i, j] <prefix><value>" per element of each operand.
 void Lowering::lower_print(const ir::Op& op) {
   bool hex = op.attr_int("hex") != 0;
@@ -42,15 +50,7 @@ void Lowering::lower_print(const ir::Op& op) {
   std::vector<llvm::Value*> pid = program_ids();
   for (const ir::Value* v : op.operands) {
     ir::Type t = v->type;
-    std::string format = "pid (%d, %d, %d) idx ";
-    if (t.is_tile()) {
-      format += "[";
-      for (size_t d = 0; d < t.shape().size(); ++d) format += d ? ", %d" : "%d";
-      format += "]";
-    } else {
-      format += "scalar";
-    }
-    format += " %s";
+    std::string format = "pid (%d, %d, %d) idx " + index_format(t) + " %s";
     std::vector<std::vector<llvm::Value*>> idx;
     if (t.is_tile()) idx = indices(t);
     Owned o = owned(t);
@@ -87,15 +87,8 @@ void Lowering::lower_assert(const ir::Op& op) {
   const ir::Value* c = op.operands[0];
   ir::Type t = c->type;
   std::string where = op.loc.line ? op.loc.str() : "<unknown>";
-  std::string format = "%s: in kernel '%s': assert: device_assert failed at index ";
-  if (t.is_tile()) {
-    format += "[";
-    for (size_t d = 0; d < t.shape().size(); ++d) format += d ? ", %d" : "%d";
-    format += "]";
-  } else {
-    format += "scalar";
-  }
-  format += ": %s (program (%d, %d, %d))\n";
+  std::string format =
+      "%s: in kernel '%s': assert: device_assert failed at index " + index_format(t) + ": %s (program (%d, %d, %d))\n";
   std::vector<std::vector<llvm::Value*>> idx;
   if (t.is_tile()) idx = indices(t);
   Owned o = owned(t);
