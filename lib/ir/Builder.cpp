@@ -166,8 +166,6 @@ Value* Builder::cast(Value* v, DType to, const Location& loc) {
   return make(OpKind::Cast, {v}, v->type.with_element(scalar(to)), {}, loc);
 }
 
-Value* Builder::cast_if_needed(Value* v, DType to, const Location& loc) { return cast(v, to, loc); }
-
 Value* Builder::bitcast(Value* v, DType to, const Location& loc) {
   if (v->type.element().is_pointer() || bit_width(v->type.dtype()) != bit_width(to))
     fail(loc, "bitcast", fmt::format("cannot reinterpret {} as {}: bit widths differ", ty(v), name(to)));

@@ -74,7 +74,6 @@ class Builder {
   // Implicit conversions shared by several ops.
   std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                                        const Location& loc, const std::string& op) const;
-  Value* cast_if_needed(Value* v, DType to, const Location& loc);
 
  private:
   Value* make(OpKind k, std::vector<Value*> operands, Type result, Attrs attrs, const Location& loc);

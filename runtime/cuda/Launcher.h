@@ -50,7 +50,8 @@ struct GpuKernel {
 };
 std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps, int num_stages);
 
-// One kernel parameter as the driver takes it: 8 bytes of storage, of which `size` are used.
+// One kernel parameter as the driver reads it: the value in the low bytes of 8 (little-endian),
+// so an i32 or f32 parameter reads its first 4.
 struct GpuArg {
   uint64_t bits;
 };
