@@ -128,12 +128,12 @@ llvm::Value* Lowering::int_divide(OpKind k, llvm::Value* x, llvm::Value* y, bool
   return b_.CreateSelect(zero, x, q);
 }
 
-llvm::Value* Lowering::inline_ptx(const char* asm_text, const char* constraints, llvm::Type* result,
-                                  llvm::ArrayRef<llvm::Value*> args) {
+llvm::Value* Lowering::inline_ptx(const std::string& asm_text, const std::string& constraints, llvm::Type* result,
+                                  llvm::ArrayRef<llvm::Value*> args, bool side_effects) {
   std::vector<llvm::Type*> params;
   for (llvm::Value* a : args) params.push_back(a->getType());
   auto* fn_type = llvm::FunctionType::get(result, params, false);
-  return b_.CreateCall(llvm::InlineAsm::get(fn_type, asm_text, constraints, /*hasSideEffects=*/false), args);
+  return b_.CreateCall(llvm::InlineAsm::get(fn_type, asm_text, constraints, side_effects), args);
 }
 
 llvm::Value* Lowering::math(const ir::Op& op, llvm::Value* x, DType d) {

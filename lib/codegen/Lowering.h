@@ -132,8 +132,8 @@ class Lowering {
   llvm::Value* cast(llvm::Value* x, DType from, DType to);
   llvm::Value* math(const ir::Op& op, llvm::Value* x, DType d);
   llvm::Value* int_divide(OpKind k, llvm::Value* x, llvm::Value* y, bool uns);
-  llvm::Value* inline_ptx(const char* asm_text, const char* constraints, llvm::Type* result,
-                          llvm::ArrayRef<llvm::Value*> args);
+  llvm::Value* inline_ptx(const std::string& asm_text, const std::string& constraints, llvm::Type* result,
+                          llvm::ArrayRef<llvm::Value*> args, bool side_effects = false);
   llvm::Value* libdevice(const std::string& name, llvm::Type* t, llvm::ArrayRef<llvm::Value*> args);
 
   // --- Memory (MemoryToLLVM.cpp) -----------------------------------------------------------
@@ -142,6 +142,12 @@ class Lowering {
   // Runs `body` only where `pred` holds (no branch when there is no predicate); returns the
   // value `body` produced there, or `otherwise` elsewhere.
   llvm::Value* predicated(llvm::Value* pred, llvm::Value* otherwise, const std::function<llvm::Value*()>& body);
+  // A masked global access of one vector `vt` as a single predicated PTX instruction, in
+  // 32-bit words (16-bit for a 2-byte access); false where it cannot be (pointer elements,
+  // 1-byte accesses): the caller then branches around a plain access.
+  bool predicated_access_ok(llvm::Type* vt) const;
+  llvm::Value* predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm::Value* otherwise, llvm::Type* vt);
+  void predicated_store(llvm::Value* ptr, llvm::Value* pred, llvm::Value* v);
   Regs lower_load(const ir::Op& op);
   void lower_store(const ir::Op& op);
   Regs lower_atomic(const ir::Op& op);

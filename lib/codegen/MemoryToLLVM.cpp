@@ -51,6 +51,96 @@ llvm::Value* Lowering::predicated(llvm::Value* pred, llvm::Value* otherwise, con
   return phi;
 }
 
+namespace {
+// The registers of a predicated access of `count` elements of `et`: 4- and 8-byte elements as
+// themselves (`ld.global.v4.f32`), narrower ones packed into 32-bit words (16-bit for a
+// 2-byte access).
+struct Words {
+  llvm::Type* type;  // one register
+  const char* ptx;
+  const char* constraint;
+  unsigned count;
+};
+Words words_for(llvm::Type* et, unsigned count, unsigned elem_bytes, llvm::LLVMContext& ctx) {
+  if (et->isFloatTy()) return {et, "f32", "f", count};
+  if (et->isDoubleTy()) return {et, "f64", "d", count};
+  if (elem_bytes == 4) return {et, "b32", "r", count};
+  if (elem_bytes == 8) return {et, "b64", "l", count};
+  unsigned bytes = elem_bytes * count;
+  if (bytes % 4 == 0) return {llvm::Type::getInt32Ty(ctx), "b32", "r", bytes / 4};
+  return {llvm::Type::getInt16Ty(ctx), "b16", "h", 1};
+}
+std::string operand_list(unsigned first, unsigned n) {
+  std::string s;
+  for (unsigned i = 0; i < n; ++i) s += (i ? ", $" : "$") + std::to_string(first + i);
+  return n > 1 ? "{" + s + "}" : s;
+}
+std::string vector_suffix(unsigned n) { return n > 1 ? ".v" + std::to_string(n) : ""; }
+}  // namespace
+
+// Masked accesses are one predicated instruction each, as Triton emits them: the kernel stays
+// one basic block (LLVM and ptxas compile it faster than a branch per vector) and ptxas
+// schedules the loads freely. They are marked as having side effects so that LLVM neither
+// merges nor moves them across stores.
+namespace {
+Words words(llvm::Type* vt) {
+  auto* v = llvm::dyn_cast<llvm::FixedVectorType>(vt);
+  llvm::Type* et = v ? v->getElementType() : vt;
+  return words_for(et, v ? v->getNumElements() : 1, et->getPrimitiveSizeInBits() / 8, vt->getContext());
+}
+}  // namespace
+
+bool Lowering::predicated_access_ok(llvm::Type* vt) const {
+  if (vt->getScalarType()->isPointerTy()) return false;
+  unsigned bytes = alloc_size(vt);
+  return bytes % 4 == 0 || bytes == 2;
+}
+
+llvm::Value* Lowering::predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm::Value* otherwise, llvm::Type* vt) {
+  Words w = words(vt);
+  llvm::Type* word = w.type;
+  llvm::Type* words = w.count > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, w.count)) : word;
+  // Outputs $0..$n-1, then the address, the predicate and the n words of `otherwise`.
+  unsigned n = w.count, p = n + 1;
+  std::string text = fmt::format("@${} ld.global{}.{} {}, [${}];", p, vector_suffix(n), w.ptx, operand_list(0, n), n);
+  std::string constraints;
+  for (unsigned i = 0; i < n; ++i) {
+    text += fmt::format("\n\t@!${} mov.{} ${}, ${};", p, w.ptx, i, p + 1 + i);
+    constraints += std::string("=") + w.constraint + ",";
+  }
+  constraints += "l,b";
+  for (unsigned i = 0; i < n; ++i) constraints += std::string(",") + w.constraint;
+  std::vector<llvm::Value*> args{ptr, pred};
+  llvm::Value* other_words = b_.CreateBitCast(otherwise, words);
+  for (unsigned i = 0; i < n; ++i) args.push_back(n > 1 ? b_.CreateExtractElement(other_words, i) : other_words);
+  llvm::Type* result = n > 1 ? static_cast<llvm::Type*>(llvm::StructType::get(ctx_, std::vector<llvm::Type*>(n, word))) : word;
+  llvm::Value* out = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
+  llvm::Value* v = out;
+  if (n > 1) {
+    v = llvm::UndefValue::get(words);
+    for (unsigned i = 0; i < n; ++i) v = b_.CreateInsertElement(v, b_.CreateExtractValue(out, i), i);
+  }
+  return b_.CreateBitCast(v, vt);
+}
+
+void Lowering::predicated_store(llvm::Value* ptr, llvm::Value* pred, llvm::Value* v) {
+  Words w = words(v->getType());
+  llvm::Type* word = w.type;
+  unsigned n = w.count;
+  llvm::Value* as_words = b_.CreateBitCast(v, n > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, n)) : word);
+  // The address $0, the n words $1..$n, the predicate $n+1.
+  std::string text = fmt::format("@${} st.global{}.{} [$0], {};", n + 1, vector_suffix(n), w.ptx, operand_list(1, n));
+  std::string constraints = "l";
+  std::vector<llvm::Value*> args{ptr};
+  for (unsigned i = 0; i < n; ++i) {
+    constraints += std::string(",") + w.constraint;
+    args.push_back(n > 1 ? b_.CreateExtractElement(as_words, i) : as_words);
+  }
+  constraints += ",b";
+  args.push_back(pred);
+  inline_ptx(text, constraints, b_.getVoidTy(), args, /*side_effects=*/true);
+}
+
 Regs Lowering::lower_load(const ir::Op& op) {
   const ir::Value* res = op.result();
   llvm::Type* et = memory_type(res->type);
@@ -70,9 +160,14 @@ Regs Lowering::lower_load(const ir::Op& op) {
         fallback = vec > 1 ? b_.CreateInsertElement(fallback, o, static_cast<uint64_t>(j)) : o;
       }
     }
-    llvm::Value* v = predicated(mask ? (*mask)[r] : nullptr, fallback, [&] {
-      return b_.CreateAlignedLoad(vt, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)));
-    });
+    llvm::Value* v;
+    if (mask && predicated_access_ok(vt)) {
+      v = predicated_load(ptrs[r], (*mask)[r], fallback, vt);
+    } else {
+      v = predicated(mask ? (*mask)[r] : nullptr, fallback, [&] {
+        return b_.CreateAlignedLoad(vt, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)));
+      });
+    }
     for (int j = 0; j < vec; ++j)
       out.push_back(from_memory(vec > 1 ? b_.CreateExtractElement(v, static_cast<uint64_t>(j)) : v, res->type));
   }
@@ -94,6 +189,10 @@ void Lowering::lower_store(const ir::Op& op) {
       for (int j = 0; j < vec; ++j) v = b_.CreateInsertElement(v, to_memory(vals[r + static_cast<size_t>(j)]), static_cast<uint64_t>(j));
     } else {
       v = to_memory(vals[r]);
+    }
+    if (mask && predicated_access_ok(v->getType())) {
+      predicated_store(ptrs[r], (*mask)[r], v);
+      continue;
     }
     predicated(mask ? (*mask)[r] : nullptr, nullptr, [&] {
       b_.CreateAlignedStore(v, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)));
