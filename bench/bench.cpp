@@ -276,11 +276,14 @@ int64_t next_pow2(int64_t n) {
 int main(int argc, char** argv) {
   // `tiledsl-bench first-launch`: only the first launch of the tiny kernel, to time a warm start
   // from the disk cache in a fresh process (run it after a full run has filled the cache).
-  bool first_launch_only = false;
+  // `tiledsl-bench cold`: only the first launches, add then attention (with an empty
+  // TILEDSL_CACHE_DIR: cold compiles), so that a script can repeat them in fresh processes.
+  bool first_launch_only = false, cold_only = false;
   std::string csv;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "first-launch") first_launch_only = true;
+    else if (a == "cold") cold_only = true;
     else if (a.rfind("--csv=", 0) == 0) csv = a.substr(6);
   }
 
@@ -310,8 +313,9 @@ int main(int argc, char** argv) {
     const char* label = first_launch_only ? "first launch in a new process, add" : "cold compile + first launch, add";
     summary().add_row({label, num(ms, 3), "", "", "", ""});
     std::printf("%-40s %10.3f ms\n", label, ms);
-    if (first_launch_only) {
-      first_launch_attention("first launch in a new process, attention");
+    if (first_launch_only || cold_only) {
+      first_launch_attention(first_launch_only ? "first launch in a new process, attention"
+                                               : "cold compile + first launch, attention");
       return 0;
     }
     // Host time per launch of a tiny kernel, warm.

@@ -53,6 +53,18 @@ fi
 export TILEDSL_CACHE_DIR="$work/cache"  # empty: the first launch is a cold compile
 (cd "$work" && TILEDSL_PRINT_AUTOTUNING=1 TILEDSL_PRINT_COMPILE_TIMES=1 timeout 300 "$bin/tiledsl-bench" --csv="$logs/bench.csv") 2>&1 | tee "$logs/bench.log"
 (cd "$work" && TILEDSL_PRINT_COMPILE_TIMES=1 "$bin/tiledsl-bench" first-launch) 2>&1 | sed 's/^/warm start (disk cache): /' | tee -a "$logs/bench.log"
+# Cold starts are noisy: five fresh processes, each with an empty cache, with LLVM's start-up
+# beside cuInit (the default) and without it (TILEDSL_WARM_COMPILER=0); medians in the summary.
+for warm in 1 0; do
+  for i in 1 2 3 4 5; do
+    (cd "$work" && TILEDSL_CACHE_DIR=$(mktemp -d) TILEDSL_WARM_COMPILER=$warm TILEDSL_PRINT_COMPILE_TIMES=1 "$bin/tiledsl-bench" cold) 2>&1 |
+      sed "s/^/cold start, warm-up $warm, run $i: /" | tee -a "$logs/cold.log"
+  done
+  for what in add attention; do
+    med=$(grep -E "warm-up $warm, run .*cold compile \+ first launch, $what +[0-9.]+ ms$" "$logs/cold.log" | awk '{print $(NF-1)}' | sort -g | sed -n 3p)
+    summary+=("cold compile + first launch, $what, median of 5 processes (compiler warm-up $warm): $med ms")
+  done
+done
 
 if [ -f .ref/triton_torch_anchors.py ]; then
   echo "== reference harness (Triton, torch)"

@@ -55,4 +55,36 @@ GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, 
   return bin;
 }
 
+void warm_up_compiler() {
+  if (const char* e = std::getenv("TILEDSL_WARM_COMPILER"); e && std::string(e) == "0") return;
+  // A masked vector copy: loads, stores, index arithmetic, the whole pipeline and the NVPTX
+  // backend, in about as much time as vector add takes to compile.
+  static const char* kWarmUp = R"(kernel @tiledsl_warm_up(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}, %n: i32) {
+  %0 = program_id() {axis = 0} : i32
+  %1 = arange() {end = 256, start = 0} : tile<256xi32>
+  %2 = constant() {value = 256} : i32
+  %3 = mul(%0, %2) : i32
+  %4 = splat(%3) : tile<256xi32>
+  %5 = add(%4, %1) : tile<256xi32>
+  %6 = splat(%n) : tile<256xi32>
+  %7 = cmp(%5, %6) {pred = "lt"} : tile<256xi1>
+  %8 = splat(%x) : tile<256xptr<f32>>
+  %9 = addptr(%8, %5) : tile<256xptr<f32>>
+  %10 = load(%9, %7) : tile<256xf32>
+  %11 = splat(%y) : tile<256xptr<f32>>
+  %12 = addptr(%11, %5) : tile<256xptr<f32>>
+  store(%12, %10, %7)
+})";
+  try {
+    auto f = ir::parse(kWarmUp);
+    passes::run_pipeline(*f, passes::PipelineOptions{});  // not compile_for_gpu: nothing to dump
+    codegen::CompileOptions opts;
+    const char* arch = std::getenv("TILEDSL_ARCH");
+    opts.arch = arch && *arch ? arch : "sm_90";
+    codegen::compile_to_ptx(*f, opts);
+  } catch (...) {
+    // Only a warm-up: the first real kernel reports whatever is wrong.
+  }
+}
+
 }  // namespace tiledsl::runtime

@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
+#include "runtime/cuda/Launcher.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::cuda {
@@ -33,6 +35,14 @@ Loaded load() {
   }
 #include "runtime/cuda/DriverApi.def"
 #undef TILEDSL_CU
+  // cuInit and the context take a few hundred milliseconds; LLVM's start-up runs beside them
+  // instead of inside the first kernel's compile. Joined before returning: no thread outlives
+  // this function.
+  std::thread warm_up(runtime::warm_up_compiler);
+  struct Join {
+    std::thread& t;
+    ~Join() { t.join(); }
+  } join{warm_up};
   int count = 0;
   CUdevice dev = 0;
   CUcontext ctx = nullptr;

@@ -27,6 +27,12 @@ struct GpuBinary {
 GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch,
                           bool keep_stages = false);
 
+// Compiles a small kernel to PTX and throws the result away, so that LLVM's one-time start-up
+// (target registration, pass registries, first touch of its code) is not paid by the first real
+// kernel. The driver runs it on a second thread while cuInit creates the context, which takes
+// far longer (Driver.cpp); TILEDSL_WARM_COMPILER=0 turns it off. Nothing without codegen.
+void warm_up_compiler();
+
 // Registers, spill bytes and shared memory of compiled PTX: from the driver when a GPU is
 // present, else from `ptxas -v` when the toolkit is; -1 each, with `source` saying why, otherwise.
 struct ResourceUsage {
