@@ -100,6 +100,8 @@ int main(int argc, char** argv) {
     copts.arch = o.arch;
     copts.num_warps = o.num_warps;
     std::string ptx = codegen::compile_to_ptx(*f, copts);
+    // Dynamic shared memory the kernel launches with (passes::allocate_shared's arena).
+    int64_t shared_bytes = f->attrs.count("shared_bytes") ? std::get<int64_t>(f->attrs.at("shared_bytes")) : 0;
     fs::create_directories(o.out_dir);
     fs::path base = fs::path(o.out_dir) / o.name;
     std::ofstream(base.string() + ".ptx") << ptx;
@@ -162,17 +164,21 @@ int main(int argc, char** argv) {
         "CUresult {name}_load(void) {{\n"
         "  CUresult r;\n  if ({name}_function) return CUDA_SUCCESS;\n"
         "  r = cuModuleLoadData(&{name}_module, {name}_image);\n  if (r != CUDA_SUCCESS) return r;\n"
-        "  return cuModuleGetFunction(&{name}_function, {name}_module, \"{kernel}\");\n}}\n\n"
+        "  r = cuModuleGetFunction(&{name}_function, {name}_module, \"{kernel}\");\n  if (r != CUDA_SUCCESS) return r;\n"
+        "  /* more than 48 KiB of dynamic shared memory needs an opt-in */\n"
+        "  if ({shared} > 48 * 1024)\n"
+        "    r = cuFuncSetAttribute({name}_function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, {shared});\n"
+        "  return r;\n}}\n\n"
         "void {name}_unload(void) {{\n  if ({name}_module) cuModuleUnload({name}_module);\n"
         "  {name}_module = NULL;\n  {name}_function = NULL;\n}}\n\n"
         "CUresult {name}_launch(CUstream stream, unsigned grid_x, unsigned grid_y, unsigned grid_z{params}) {{\n"
         "  void* args[] = {{{arg_ptrs}}};\n  CUresult r = {name}_load();\n  if (r != CUDA_SUCCESS) return r;\n"
         "  if (grid_x == 0 || grid_y == 0 || grid_z == 0) return CUDA_ERROR_INVALID_VALUE;\n"
         "{checks}"
-        "  return cuLaunchKernel({name}_function, grid_x, grid_y, grid_z, 32 * {warps}, 1, 1, 0, stream, args, NULL);\n}}\n",
+        "  return cuLaunchKernel({name}_function, grid_x, grid_y, grid_z, 32 * {warps}, 1, 1, {shared}, stream, args, NULL);\n}}\n",
         fmt::arg("kind", cubin.empty() ? "PTX" : "cubin"), fmt::arg("kernel", traced_name), fmt::arg("name", o.name),
         fmt::arg("bytes", bytes_literal(image)), fmt::arg("params", params), fmt::arg("arg_ptrs", arg_ptrs.empty() ? "NULL" : arg_ptrs),
-        fmt::arg("checks", checks), fmt::arg("warps", o.num_warps));
+        fmt::arg("checks", checks), fmt::arg("warps", o.num_warps), fmt::arg("shared", shared_bytes));
     std::cout << fmt::format("tiledsl-aot: wrote {0}.h, {0}.c, {0}.ptx{1} ({2} embedded)\n", base.string(),
                              cubin.empty() ? "" : ", " + base.string() + ".cubin", cubin.empty() ? "PTX" : "cubin");
   } catch (const std::exception& e) {

@@ -4,11 +4,11 @@ namespace tiledsl::codegen {
 
 // Moves the elements of `src` (a tile of `src_type`) into the registers of `dst_type`
 // through shared memory; dst element `i` reads src element `src_of(i)` (row-major linear).
-Regs Lowering::shuffle(const Regs& src, ir::Type src_type, ir::Type dst_type,
+Regs Lowering::shuffle(const ir::Op& op, const Regs& src, ir::Type src_type, ir::Type dst_type,
              const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of) {
   llvm::Type* et = memory_type(src_type);
   int64_t bytes = src_type.numel() * static_cast<int64_t>(mod_->getDataLayout().getTypeAllocSize(et));
-  llvm::Value* base = shared(bytes);
+  llvm::Value* base = shared(op, bytes);
   auto sidx = indices(src_type);
   for (size_t r = 0; r < src.size(); ++r)
     b_.CreateStore(to_memory(src[r]), b_.CreateGEP(et, base, linear(sidx[r], src_type.shape())));
@@ -32,7 +32,7 @@ Regs Lowering::lower_shape(const ir::Op& op) {
       if (auto regs = register_map(in, res, *src_dim)) return *regs;
   }
   const auto& perm = op.kind == OpKind::Trans ? op.attr_ints("perm") : std::vector<int64_t>{};
-  return shuffle(get(in), in->type, res->type, [&](const std::vector<llvm::Value*>& idx) {
+  return shuffle(op, get(in), in->type, res->type, [&](const std::vector<llvm::Value*>& idx) {
     if (op.kind != OpKind::Trans) return linear(idx, os);  // same row-major order
     std::vector<llvm::Value*> src(is.size());
     for (size_t d = 0; d < idx.size(); ++d) src[static_cast<size_t>(perm[d])] = idx[d];

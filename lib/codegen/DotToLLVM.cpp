@@ -11,7 +11,7 @@ Regs Lowering::lower_dot(const ir::Op& op) {
   int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Type* et = memory_type(a->type);  // a and b share their dtype
-  llvm::Value* smem = shared((M * K + K * N) * alloc_size(et));
+  llvm::Value* smem = shared(op, (M * K + K * N) * alloc_size(et));
   auto stage = [&](const ir::Value* v, llvm::Value* base) {
     auto idx = indices(v->type);
     const Regs& regs = get(v);

@@ -20,9 +20,12 @@ std::unique_ptr<llvm::Module> Lowering::run() {
   tid_ = intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
   lane_ = b_.CreateAnd(tid_, 31, "lane");
   warp_ = b_.CreateLShr(tid_, 5, "warp");
+  // `.extern .shared .align 16 .b8 tiledsl_smem[]`: sized at launch (the function's
+  // shared_bytes attribute), so a kernel may use more than the 48 KiB of static shared memory.
   smem_ = new llvm::GlobalVariable(*mod_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
-                                   llvm::GlobalValue::ExternalLinkage, nullptr, "tiledsl_smem_placeholder",
-                                   nullptr, llvm::GlobalValue::NotThreadLocal, kShared);
+                                   llvm::GlobalValue::ExternalLinkage, nullptr, "tiledsl_smem", nullptr,
+                                   llvm::GlobalValue::NotThreadLocal, kShared);
+  smem_->setAlignment(llvm::Align(16));
   block(f_.body);
   b_.CreateRetVoid();
   finish_shared_memory();
@@ -122,31 +125,22 @@ Lowering::Owned Lowering::owned(ir::Type type) {
 }
 
 // --- Shared memory ---------------------------------------------------------------------
-// Every use of shared memory starts with a barrier (earlier readers are done) and is sized
-// into one static buffer.
-llvm::Value* Lowering::shared(int64_t bytes) {
-  smem_bytes_ = std::max(smem_bytes_, bytes);
+llvm::Value* Lowering::shared(const ir::Op& op, int64_t bytes) {
+  TILEDSL_CHECK(op.has_attr("smem_offset") && op.has_attr("smem_bytes") && f_.attrs.count("shared_bytes"),
+                "codegen: ", op.name(), " uses shared memory but allocate-shared gave it none (run the pipeline)");
+  TILEDSL_CHECK(bytes <= op.attr_int("smem_bytes"), "codegen: ", op.name(), " needs ", bytes,
+                " bytes of shared memory; allocate-shared reserved ", op.attr_int("smem_bytes"));
   barrier();
-  return smem_;
+  return b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(op.attr_int("smem_offset"))));
 }
 
 void Lowering::finish_shared_memory() {
-  if (smem_->use_empty()) {
-    smem_->eraseFromParent();
-    return;
-  }
-  if (smem_bytes_ > 48 * 1024) unsupported(fmt::format("{} bytes of shared memory (more than 48 KiB)", smem_bytes_));
-  auto* g = new llvm::GlobalVariable(*mod_, llvm::ArrayType::get(b_.getInt8Ty(), static_cast<uint64_t>(smem_bytes_)), false,
-                                     llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(llvm::ArrayType::get(b_.getInt8Ty(), static_cast<uint64_t>(smem_bytes_))),
-                                     "tiledsl_smem", nullptr, llvm::GlobalValue::NotThreadLocal, kShared);
-  g->setAlignment(llvm::Align(16));
-  smem_->replaceAllUsesWith(g);
-  smem_->eraseFromParent();
+  if (smem_->use_empty()) smem_->eraseFromParent();
 }
 
-Regs Lowering::from_owners(const Regs& regs, ir::Type type) {
+Regs Lowering::from_owners(const ir::Op& op, const Regs& regs, ir::Type type) {
   llvm::Type* et = memory_type(type);
-  llvm::Value* base = shared(std::max<int64_t>(type.numel(), 1) * alloc_size(et));
+  llvm::Value* base = shared(op, std::max<int64_t>(type.numel(), 1) * alloc_size(et));
   Owned o = owned(type);
   std::vector<std::vector<llvm::Value*>> idx;
   if (type.is_tile()) idx = indices(type);

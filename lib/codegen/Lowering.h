@@ -97,9 +97,10 @@ class Lowering {
   Owned owned(ir::Type type);
 
   // --- Shared memory (Lower.cpp) ----------------------------------------------------------
-  // Every use of shared memory starts with a barrier (earlier readers are done) and is sized
-  // into one static buffer.
-  llvm::Value* shared(int64_t bytes);
+  // The buffer of `op` in the kernel's dynamic shared memory, where passes::allocate_shared
+  // placed it (smem_offset), after a barrier (earlier users of those bytes are done); `bytes`
+  // is what the lowering needs, checked against what the pass reserved.
+  llvm::Value* shared(const ir::Op& op, int64_t bytes);
   void barrier() { intrinsic(llvm::Intrinsic::nvvm_barrier0, {}); }
   void finish_shared_memory();
   llvm::Value* to_memory(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
@@ -108,7 +109,7 @@ class Lowering {
   }
   // Gives every thread the value of `regs` (a tile or scalar of `type`) that its owner
   // (owned()) computed: other threads' registers may hold anything on entry.
-  Regs from_owners(const Regs& regs, ir::Type type);
+  Regs from_owners(const ir::Op& op, const Regs& regs, ir::Type type);
 
   // --- Blocks and ops (Lower.cpp) ---------------------------------------------------------
   // Lowers the ops of `blk` up to its yield; returns the yielded values.
@@ -120,7 +121,7 @@ class Lowering {
   // --- Shapes and layout conversions (ConvertLayoutToLLVM.cpp) ---------------------------
   // Moves the elements of `src` (a tile of `src_type`) into the registers of `dst_type`
   // through shared memory; dst element `i` reads src element `src_of(i)` (row-major linear).
-  Regs shuffle(const Regs& src, ir::Type src_type, ir::Type dst_type,
+  Regs shuffle(const ir::Op& op, const Regs& src, ir::Type src_type, ir::Type dst_type,
                const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of);
   Regs lower_shape(const ir::Op& op);
   std::optional<Regs> register_map(const ir::Value* in, const ir::Value* res, const std::vector<int>& src_dim);
@@ -185,7 +186,6 @@ class Lowering {
   llvm::Function* fn_ = nullptr;
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
-  int64_t smem_bytes_ = 0;
   std::unordered_map<const ir::Value*, Regs> vals_;
 };
 

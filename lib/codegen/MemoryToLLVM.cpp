@@ -251,7 +251,7 @@ Regs Lowering::lower_atomic(const ir::Op& op) {
     });
   }
   if (!o.pred && static_cast<int64_t>(o.regs.size()) == num_regs(res)) return out;
-  return from_owners(out, rt);
+  return from_owners(op, out, rt);
 }
 
 }  // namespace tiledsl::codegen

@@ -91,7 +91,7 @@ void Lowering::lower_reduce(const ir::Op& op) {
       bytes += slots * nwarps * static_cast<int64_t>(mod_->getDataLayout().getTypeAllocSize(types.back()));
       bytes = (bytes + 15) / 16 * 16;
     }
-    llvm::Value* smem = shared(bytes);
+    llvm::Value* smem = shared(op, bytes);
     llvm::Value* w = b_.CreateAnd(b_.CreateLShr(warp_, t.warp_shift), static_cast<uint64_t>(nwarps - 1));
     // The slot of each group: its linear index in the result shape.
     std::map<Shape, llvm::Value*> slot;
@@ -166,7 +166,7 @@ void Lowering::lower_scan(const ir::Op& op) {
     bytes += t0.numel() * alloc_size(types.back());
     bytes = (bytes + 15) / 16 * 16;
   }
-  llvm::Value* smem = shared(bytes);
+  llvm::Value* smem = shared(op, bytes);
   auto addr = [&](size_t q, llvm::Value* i) {
     return b_.CreateGEP(types[q], b_.CreateGEP(b_.getInt8Ty(), smem, b_.getInt64(static_cast<uint64_t>(base[q]))), i);
   };

@@ -96,7 +96,7 @@ int64_t scratch_bytes(const Op& op) {
     case OpKind::Trans: return shape_op_bytes(op);
     case OpKind::Dot: {
       const Shape &a = op.operands[0]->type.shape(), &b = op.operands[1]->type.shape();
-      return (a[0] * a[1] + b[0] * b[1]) * 4;  // a and b as f32, b after a
+      return (a[0] * a[1] + b[0] * b[1]) * element_bytes(op.operands[0]->type);  // b after a
     }
     case OpKind::Reduce: return reduce_bytes(op);
     case OpKind::Scan: {

@@ -5,19 +5,19 @@
 
 namespace tiledsl::passes {
 
-// An analysis over a kernel with layouts (after assign_layouts): finds every op whose
-// lowering uses a shared-memory buffer and how many bytes it needs, as lib/codegen lowers
-// it today (convert_layout, trans and the shape ops that cannot stay in registers; dot, which
-// stages a and b as f32; reductions across warps; scans; atomics, whose result may be
-// shared with threads holding replicas), gives each buffer a live range (today every buffer
-// is scratch for the one op that uses it, so buffers of different ops never overlap in time),
-// and packs the buffers into one arena: buffers whose live ranges do not overlap may share
-// bytes, each starts at a multiple of 16 bytes. Records `smem_offset` and `smem_bytes` on each
-// such op and the arena's size as `shared_bytes` on the function.
+// Runs on a kernel with layouts (after assign_layouts): finds every op whose lowering uses a
+// shared-memory buffer and how many bytes it needs (convert_layout, trans and the shape ops
+// that cannot stay in registers; dot, which stages a and b in their element type; reductions
+// across warps; scans; atomics, whose result may be shared with threads holding replicas),
+// gives each buffer a live range (today every buffer is scratch for the one op that uses it,
+// so buffers of different ops never overlap in time), and packs the buffers into one arena:
+// buffers whose live ranges do not overlap may share bytes, each starts at a multiple of 16
+// bytes. Records `smem_offset` and `smem_bytes` on each such op and the arena's size as
+// `shared_bytes` on the function.
 //
-// Nothing reads these attributes yet: lib/codegen still places every buffer at the start of
-// one static array sized by the largest request, with a barrier before each use. The sizes
-// here must follow codegen's when it changes.
+// lib/codegen places each buffer at its smem_offset in the kernel's dynamic shared memory
+// (checking that its lowering needs no more than smem_bytes) and the runtime launches with
+// shared_bytes of it, opting in above 48 KiB.
 void allocate_shared(ir::Function& f);
 
 }  // namespace tiledsl::passes

@@ -44,7 +44,8 @@ const std::vector<PassInfo>& pipeline_passes() {
        "Analysis: gives every op whose lowering uses shared memory (layout conversions through "
        "memory, dot, cross-warp reductions, scans, atomics) a byte offset in one arena, sharing "
        "space between buffers whose live ranges do not overlap; records smem_offset/smem_bytes "
-       "on the ops and shared_bytes on the kernel. Codegen does not read them yet.",
+       "on the ops and shared_bytes on the kernel. Codegen places each buffer at its offset in "
+       "the kernel's dynamic shared memory, which is launched with shared_bytes.",
        [](ir::Function& f, const PipelineOptions&) { allocate_shared(f); }},
   };
   return kPasses;

@@ -13,9 +13,9 @@
 namespace tiledsl::runtime {
 
 namespace {
-constexpr char kMagic[8] = {'T', 'L', 'C', 'A', 'C', 'H', 'E', '1'};
+constexpr char kMagic[8] = {'T', 'L', 'C', 'A', 'C', 'H', 'E', '2'};
 // Part of every key: a new compiler version must not load an old binary.
-constexpr const char* kCompilerVersion = "tiledsl 0.1.0 / LLVM 19 NVPTX";
+constexpr const char* kCompilerVersion = "tiledsl 0.2.0 / LLVM 19 NVPTX";
 
 uint64_t fnv1a(const std::string& s, uint64_t h) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -49,14 +49,15 @@ std::optional<CachedBinary> cache_read(const std::string& key) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string data = ss.str();
-  // Layout: magic, u64 entry size, u64 binary size, u64 checksum of entry + binary, entry, binary.
-  constexpr size_t header = sizeof kMagic + 3 * sizeof(uint64_t);
+  // Layout: magic, u64 entry size, u64 binary size, u64 shared bytes, u64 checksum of all
+  // three and the bytes, entry, binary.
+  constexpr size_t header = sizeof kMagic + 4 * sizeof(uint64_t);
   if (data.size() < header || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
-  uint64_t sizes[3];
+  uint64_t sizes[4];
   std::memcpy(sizes, data.data() + sizeof kMagic, sizeof sizes);
   if (data.size() != header + sizes[0] + sizes[1]) return std::nullopt;  // truncated or padded
-  CachedBinary b{data.substr(header, sizes[0]), data.substr(header + sizes[0])};
-  if (checksum(b.entry + b.binary) != sizes[2]) return std::nullopt;
+  CachedBinary b{data.substr(header, sizes[0]), data.substr(header + sizes[0]), static_cast<int>(sizes[2])};
+  if (checksum(fmt::format("{}\n{}{}", b.shared_bytes, b.entry, b.binary)) != sizes[3]) return std::nullopt;
   return b;
 }
 
@@ -69,7 +70,8 @@ void cache_write(const std::string& key, const CachedBinary& value) {
   {
     std::ofstream out(tmp, std::ios::binary);
     if (!out) return;
-    uint64_t sizes[3] = {value.entry.size(), value.binary.size(), checksum(value.entry + value.binary)};
+    uint64_t sizes[4] = {value.entry.size(), value.binary.size(), static_cast<uint64_t>(value.shared_bytes),
+                         checksum(fmt::format("{}\n{}{}", value.shared_bytes, value.entry, value.binary))};
     out.write(kMagic, sizeof kMagic);
     out.write(reinterpret_cast<const char*>(sizes), sizeof sizes);
     out << value.entry << value.binary;

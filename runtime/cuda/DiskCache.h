@@ -10,8 +10,9 @@
 namespace tiledsl::runtime {
 
 struct CachedBinary {
-  std::string entry;   // kernel symbol
-  std::string binary;  // cubin bytes
+  std::string entry;     // kernel symbol
+  std::string binary;    // cubin bytes
+  int shared_bytes = 0;  // dynamic shared memory it launches with
 };
 
 // A 128-bit hash of everything that decides the binary, as 32 hex digits.

@@ -142,7 +142,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
       cubin.reset();
     }
     if (!cubin) linker = "driver";
-    bin = CachedBinary{fresh.entry, cubin ? *cubin : link_ptx(*d, fresh.ptx, f.name)};
+    bin = CachedBinary{fresh.entry, cubin ? *cubin : link_ptx(*d, fresh.ptx, f.name), fresh.shared_bytes};
     link_ms = ms_since(t1);
     if (!k->module)
       cuda::check(d->cuModuleLoadData(&k->module, bin->binary.data()), "cuModuleLoadData",
@@ -158,7 +158,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
               fmt::format(" for kernel '{}' (entry {})", f.name, bin->entry));
   int static_shared = 0;
   d->cuFuncGetAttribute(&static_shared, cuda::kFuncAttrSharedSizeBytes, k->function);
-  k->shared_bytes = 0;  // dynamic; codegen declares its shared memory statically
+  k->shared_bytes = bin->shared_bytes;
   k->static_shared_bytes = static_shared;
   d->cuFuncGetAttribute(&k->registers, cuda::kFuncAttrNumRegs, k->function);
   d->cuFuncGetAttribute(&k->local_bytes, cuda::kFuncAttrLocalSizeBytes, k->function);
@@ -184,6 +184,7 @@ ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch) {
       d->cuFuncGetAttribute(&u.registers, cuda::kFuncAttrNumRegs, fn);
       d->cuFuncGetAttribute(&u.spill_bytes, cuda::kFuncAttrLocalSizeBytes, fn);
       d->cuFuncGetAttribute(&u.shared_bytes, cuda::kFuncAttrSharedSizeBytes, fn);
+      u.shared_bytes += bin.shared_bytes;  // static (none from our codegen) + dynamic
       u.source = "driver";
     }
     d->cuModuleUnload(m);
@@ -213,7 +214,7 @@ ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch) {
   }
   u.registers = number_before("registers");
   u.spill_bytes = number_before("bytes spill stores");
-  u.shared_bytes = number_before("bytes smem");
+  u.shared_bytes = number_before("bytes smem") + bin.shared_bytes;
   u.source = "ptxas";
   return u;
 }

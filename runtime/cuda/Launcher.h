@@ -17,7 +17,8 @@ namespace tiledsl::runtime {
 // What codegen hands the runtime for one kernel.
 struct GpuBinary {
   std::string ptx;
-  std::string entry;  // the kernel's symbol in the PTX (shared memory is declared statically in it)
+  std::string entry;      // the kernel's symbol in the PTX
+  int shared_bytes = 0;   // dynamic shared memory to launch with (the allocate-shared arena)
   // With keep_stages: the IR after each pass, in order, and the LLVM IR (Kernel::compile).
   std::vector<std::pair<std::string, std::string>> ir_after_pass;
   std::string llvm_ir;
@@ -49,7 +50,7 @@ struct GpuKernel {
   cuda::CUmodule module = nullptr;
   cuda::CUfunction function = nullptr;
   int shared_bytes = 0;         // dynamic shared memory passed at launch
-  int static_shared_bytes = 0;  // declared in the binary
+  int static_shared_bytes = 0;  // declared in the binary (none from tiledsl's codegen)
   int registers = 0, local_bytes = 0, num_warps = 4;
   std::string name;
   ~GpuKernel();

@@ -38,3 +38,23 @@ TEST_CASE("compile exposes the IR after each pass, LLVM IR, PTX and resources", 
     WARN("resources unknown here: " << c.resources_from);
   }
 }
+
+TEST_CASE("compile: shared memory is dynamic, sized by allocate-shared, and may pass 48 KiB", "[ptx]") {
+  // A 128x128 sum of a transposed tile: trans goes through shared memory, 64 KiB of f32.
+  const tl::Kernel transpose_sum = tl::kernel("transpose_sum", {"x", "out"}, [](tl::Ptr<float> x, tl::Ptr<float> out) {
+    auto r = tl::arange(0, 128);
+    auto offs = tl::expand_dims(r, 1) * 128 + tl::expand_dims(r, 0);
+    auto t = tl::load(x + offs);
+    tl::store(out + offs, t + tl::trans(t));
+  });
+  auto x = tl::Tensor::rand({128, 128}, 2, tl::DType::f32, tl::Device::cpu);
+  auto out = tl::Tensor::empty({128, 128}, tl::DType::f32, tl::Device::cpu);
+  tl::CompiledKernel c = transpose_sum.compile(tl::LaunchOptions{.num_warps = 8}, x, out);
+  const std::string& alloc = c.ir_after_pass.back().second;
+  CHECK(alloc.find("shared_bytes = 65536") != std::string::npos);
+  CHECK(alloc.find("smem_bytes = 65536") != std::string::npos);
+  CHECK(c.ptx.find(".extern .shared .align 16 .b8 tiledsl_smem[];") != std::string::npos);
+  size_t first = c.ptx.find("tiledsl_smem[");
+  CHECK(c.ptx.find("tiledsl_smem[", first + 1) == std::string::npos);  // declared once: nothing static
+  if (c.resources_from == "ptxas" || c.resources_from == "driver") CHECK(c.shared_bytes == 65536);
+}

@@ -64,6 +64,18 @@ TEMPLATE_TEST_CASE("dot equals f32 fma in k order, through a masked K loop", "[i
   require_equal(host<float>(c), dot_ref<T>(a, b, std::vector<float>(M * N, 0.0f), M, N, K));
 }
 
+// 128x64 and 64x128 f32 blocks stage 64 KiB in shared memory: more than the 48 KiB a kernel
+// gets without opting in (on the GPU: dynamic shared memory and the attribute above 48 KiB).
+TEST_CASE("dot with blocks that need more than 48 KiB of shared memory", "[interp]") {
+  const int M = 133, N = 131, K = 150;
+  auto a = uniform<float>(M * K, 421, -2, 2);
+  auto b = uniform<float>(K * N, 422, -2, 2);
+  auto c = poison<float>({M, N});
+  matmul_kernel<float>()[tl::grid(tl::cdiv(M, 128), tl::cdiv(N, 128))].options({.num_warps = 8})(
+      tensor<float>(a, {M, K}), tensor<float>(b, {K, N}), c, M, N, K, 128, 128, 64);
+  require_equal(host<float>(c), dot_ref<float>(a, b, std::vector<float>(M * N, 0.0f), M, N, K));
+}
+
 TEST_CASE("dot with and without an accumulator, on non-square tiles", "[interp]") {
   auto k = tl::kernel("dot2", {"a", "b", "c", "out", "out2"},
                       [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> c, tl::Ptr<float> out, tl::Ptr<float> out2) {
