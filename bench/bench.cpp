@@ -282,12 +282,14 @@ int main(int argc, char** argv) {
   // from the disk cache in a fresh process (run it after a full run has filled the cache).
   // `tiledsl-bench cold`: only the first launches, add then attention (with an empty
   // TILEDSL_CACHE_DIR: cold compiles), so that a script can repeat them in fresh processes.
-  bool first_launch_only = false, cold_only = false;
+  // `tiledsl-bench memory`: only the memory-bound kernels and SpMM (to compare builds quickly).
+  bool first_launch_only = false, cold_only = false, memory_only = false;
   std::string csv;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "first-launch") first_launch_only = true;
     else if (a == "cold") cold_only = true;
+    else if (a == "memory") memory_only = true;
     else if (a.rfind("--csv=", 0) == 0) csv = a.substr(6);
   }
 
@@ -306,73 +308,75 @@ int main(int argc, char** argv) {
     }
   } finish{csv};
 
-  // Cold compile + first launch: trace, lower, PTX, load, launch, synchronise.
-  {
-    auto x = tl::Tensor::randn({1024}, 1), y = tl::Tensor::randn({1024}, 2), o = tl::Tensor::empty({1024});
-    tl::Kernel cold = make_add("add_cold");
-    auto t0 = std::chrono::steady_clock::now();
-    cold[1](x, y, o, 1024, 1024);
-    drv().cuCtxSynchronize();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const char* label = first_launch_only ? "first launch in a new process, add" : "cold compile + first launch, add";
-    summary().add_row({label, num(ms, 3), "", "", "", ""});
-    std::printf("%-40s %10.3f ms\n", label, ms);
-    if (first_launch_only || cold_only) {
-      first_launch_attention(first_launch_only ? "first launch in a new process, attention"
-                                               : "cold compile + first launch, attention");
-      return 0;
+  if (!memory_only) {
+    // Cold compile + first launch: trace, lower, PTX, load, launch, synchronise.
+    {
+      auto x = tl::Tensor::randn({1024}, 1), y = tl::Tensor::randn({1024}, 2), o = tl::Tensor::empty({1024});
+      tl::Kernel cold = make_add("add_cold");
+      auto t0 = std::chrono::steady_clock::now();
+      cold[1](x, y, o, 1024, 1024);
+      drv().cuCtxSynchronize();
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const char* label = first_launch_only ? "first launch in a new process, add" : "cold compile + first launch, add";
+      summary().add_row({label, num(ms, 3), "", "", "", ""});
+      std::printf("%-40s %10.3f ms\n", label, ms);
+      if (first_launch_only || cold_only) {
+        first_launch_attention(first_launch_only ? "first launch in a new process, attention"
+                                                 : "cold compile + first launch, attention");
+        return 0;
+      }
+      // Host time per launch of a tiny kernel, warm.
+      for (int i = 0; i < 100; ++i) cold[1](x, y, o, 1024, 1024);
+      drv().cuCtxSynchronize();
+      const int n = 5000;
+      t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) cold[1](x, y, o, 1024, 1024);
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
+      drv().cuCtxSynchronize();
+      summary().add_row({"host time per launch, tiny add", num(us / 1000, 6), num(us, 3), "us", "", ""});
+      std::printf("%-40s %10.3f us\n", "host time per launch, tiny add", us);
+      // The floor: the same kernel through cuLaunchKernel alone, to show what tiledsl adds.
+      auto f = tiledsl::ir::parse(cold.ir(x, y, o, 1024, 1024));
+      f->number_values();
+      auto gk = tiledsl::runtime::load_gpu_kernel(*f, 4, 3);
+      std::array<tiledsl::runtime::GpuArg, 4> raw{{{reinterpret_cast<uintptr_t>(x.data_ptr())},
+                                                   {reinterpret_cast<uintptr_t>(y.data_ptr())},
+                                                   {reinterpret_cast<uintptr_t>(o.data_ptr())},
+                                                   {1024}}};
+      t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) tiledsl::runtime::launch_gpu_kernel(*gk, raw, {1, 1, 1}, nullptr);
+      double floor_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
+      drv().cuCtxSynchronize();
+      summary().add_row({"host time per launch, cuLaunchKernel alone", num(floor_us / 1000, 6), num(floor_us, 3), "us", "", ""});
+      std::printf("%-40s %10.3f us\n", "host time per launch, cuLaunchKernel alone", floor_us);
     }
-    // Host time per launch of a tiny kernel, warm.
-    for (int i = 0; i < 100; ++i) cold[1](x, y, o, 1024, 1024);
-    drv().cuCtxSynchronize();
-    const int n = 5000;
-    t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) cold[1](x, y, o, 1024, 1024);
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
-    drv().cuCtxSynchronize();
-    summary().add_row({"host time per launch, tiny add", num(us / 1000, 6), num(us, 3), "us", "", ""});
-    std::printf("%-40s %10.3f us\n", "host time per launch, tiny add", us);
-    // The floor: the same kernel through cuLaunchKernel alone, to show what tiledsl adds.
-    auto f = tiledsl::ir::parse(cold.ir(x, y, o, 1024, 1024));
-    f->number_values();
-    auto gk = tiledsl::runtime::load_gpu_kernel(*f, 4, 3);
-    std::array<tiledsl::runtime::GpuArg, 4> raw{{{reinterpret_cast<uintptr_t>(x.data_ptr())},
-                                                 {reinterpret_cast<uintptr_t>(y.data_ptr())},
-                                                 {reinterpret_cast<uintptr_t>(o.data_ptr())},
-                                                 {1024}}};
-    t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) tiledsl::runtime::launch_gpu_kernel(*gk, raw, {1, 1, 1}, nullptr);
-    double floor_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
-    drv().cuCtxSynchronize();
-    summary().add_row({"host time per launch, cuLaunchKernel alone", num(floor_us / 1000, 6), num(floor_us, 3), "us", "", ""});
-    std::printf("%-40s %10.3f us\n", "host time per launch, cuLaunchKernel alone", floor_us);
-  }
 
-  first_launch_attention("cold compile + first launch, attention");
+    first_launch_attention("cold compile + first launch, attention");
 
-  // Autotuning (TILEDSL_PRINT_AUTOTUNING prints the table), and the host time of a tuned launch.
-  {
-    tl::Kernel add_tuned_kernel = make_add("add_tuned");
-    std::vector<tl::Config> configs;
-    for (int64_t block : {1024, 2048, 4096})
-      for (int warps : {4, 8}) configs.push_back({{{"BLOCK", block}}, warps, 3});
-    auto tuned = tl::autotune(add_tuned_kernel, configs, {"n"});
-    const int n = 1 << 24;
-    auto x = tl::Tensor::randn({n}, 1), y = tl::Tensor::randn({n}, 2), o = tl::Tensor::empty({n});
-    auto g = tl::grid([n](const tl::Meta& m) { return tl::cdiv(n, m["BLOCK"]); });
-    tuned[g](x, y, o, n);
-    std::printf("%-40s %s\n", "autotuned add n=2^24 chose", tuned.chosen(x, y, o, n)->str().c_str());
-    auto xs = tl::Tensor::randn({1024}, 1), ys = tl::Tensor::randn({1024}, 2), os = tl::Tensor::empty({1024});
-    auto tiny = tl::grid([](const tl::Meta& m) { return tl::cdiv(1024, m["BLOCK"]); });
-    tuned[tiny](xs, ys, os, 1024);
-    drv().cuCtxSynchronize();
-    const int reps = 5000;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) tuned[tiny](xs, ys, os, 1024);
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
-    drv().cuCtxSynchronize();
-    summary().add_row({"host time per launch, tiny add, tuned", num(us / 1000, 6), num(us, 3), "us", "", ""});
-    std::printf("%-40s %10.3f us\n", "host time per launch, tiny add, tuned", us);
+    // Autotuning (TILEDSL_PRINT_AUTOTUNING prints the table), and the host time of a tuned launch.
+    {
+      tl::Kernel add_tuned_kernel = make_add("add_tuned");
+      std::vector<tl::Config> configs;
+      for (int64_t block : {1024, 2048, 4096})
+        for (int warps : {4, 8}) configs.push_back({{{"BLOCK", block}}, warps, 3});
+      auto tuned = tl::autotune(add_tuned_kernel, configs, {"n"});
+      const int n = 1 << 24;
+      auto x = tl::Tensor::randn({n}, 1), y = tl::Tensor::randn({n}, 2), o = tl::Tensor::empty({n});
+      auto g = tl::grid([n](const tl::Meta& m) { return tl::cdiv(n, m["BLOCK"]); });
+      tuned[g](x, y, o, n);
+      std::printf("%-40s %s\n", "autotuned add n=2^24 chose", tuned.chosen(x, y, o, n)->str().c_str());
+      auto xs = tl::Tensor::randn({1024}, 1), ys = tl::Tensor::randn({1024}, 2), os = tl::Tensor::empty({1024});
+      auto tiny = tl::grid([](const tl::Meta& m) { return tl::cdiv(1024, m["BLOCK"]); });
+      tuned[tiny](xs, ys, os, 1024);
+      drv().cuCtxSynchronize();
+      const int reps = 5000;
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < reps; ++i) tuned[tiny](xs, ys, os, 1024);
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+      drv().cuCtxSynchronize();
+      summary().add_row({"host time per launch, tiny add, tuned", num(us / 1000, 6), num(us, 3), "us", "", ""});
+      std::printf("%-40s %10.3f us\n", "host time per launch, tiny add, tuned", us);
+    }
   }
 
   tl::Kernel add = make_add("add");

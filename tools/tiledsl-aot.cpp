@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     copts.num_warps = o.num_warps;
     std::string ptx = codegen::compile_to_ptx(*f, copts);
     // Dynamic shared memory the kernel launches with (passes::allocate_shared's arena).
-    int64_t shared_bytes = f->attrs.count("shared_bytes") ? std::get<int64_t>(f->attrs.at("shared_bytes")) : 0;
+    int64_t shared_bytes = codegen::dynamic_shared_bytes(*f);
     fs::create_directories(o.out_dir);
     fs::path base = fs::path(o.out_dir) / o.name;
     std::ofstream(base.string() + ".ptx") << ptx;

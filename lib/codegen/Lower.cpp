@@ -134,6 +134,11 @@ llvm::Value* Lowering::shared(const ir::Op& op, int64_t bytes) {
   return b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(op.attr_int("smem_offset"))));
 }
 
+int64_t dynamic_shared_bytes(const ir::Function& f) {
+  auto it = f.attrs.find("shared_bytes");
+  return it == f.attrs.end() ? 0 : std::get<int64_t>(it->second);
+}
+
 void Lowering::finish_shared_memory() {
   if (smem_->use_empty()) smem_->eraseFromParent();
 }

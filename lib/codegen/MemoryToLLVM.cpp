@@ -100,14 +100,17 @@ llvm::Value* Lowering::predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm
   Words w = words(vt);
   llvm::Type* word = w.type;
   llvm::Type* words = w.count > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, w.count)) : word;
-  // Outputs $0..$n-1, then the address, the predicate and the n words of `otherwise`.
+  // Outputs $0..$n-1, then the address, the predicate and the n words of `otherwise`. The
+  // outputs take `otherwise` before the load, not under the negated predicate after it: ptxas
+  // turns an `@!p mov` after the load into a select that waits for the load, which stalls the
+  // warp before its next load is issued (SpMM ran 21 % slower on the H200 that way).
   unsigned n = w.count, p = n + 1;
-  std::string text = fmt::format("@${} ld.global{}.{} {}, [${}];", p, vector_suffix(n), w.ptx, operand_list(0, n), n);
-  std::string constraints;
+  std::string text, constraints;
   for (unsigned i = 0; i < n; ++i) {
-    text += fmt::format("\n\t@!${} mov.{} ${}, ${};", p, w.ptx, i, p + 1 + i);
+    text += fmt::format("mov.{} ${}, ${};\n\t", w.ptx, i, p + 1 + i);
     constraints += std::string("=") + w.constraint + ",";
   }
+  text += fmt::format("@${} ld.global{}.{} {}, [${}];", p, vector_suffix(n), w.ptx, operand_list(0, n), n);
   constraints += "l,b";
   for (unsigned i = 0; i < n; ++i) constraints += std::string(",") + w.constraint;
   std::vector<llvm::Value*> args{ptr, pred};

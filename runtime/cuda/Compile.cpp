@@ -52,8 +52,7 @@ GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, 
   bin.ptx = codegen::compile_to_ptx(*copy, copts);
   dump(stem, ".ptx", bin.ptx);
   bin.entry = f.name;
-  if (auto it = copy->attrs.find("shared_bytes"); it != copy->attrs.end())
-    bin.shared_bytes = static_cast<int>(std::get<int64_t>(it->second));
+  bin.shared_bytes = static_cast<int>(codegen::dynamic_shared_bytes(*copy));
   return bin;
 }
 
