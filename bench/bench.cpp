@@ -386,7 +386,7 @@ int main(int argc, char** argv) {
     auto launch = [&](int warps, int64_t block) {
       add[tl::grid(tl::cdiv(n, block))].options({.num_warps = warps})(x, y, o, n, block);
     };
-    auto [ms, config] = best_config("add", {{4, 1024}, {4, 2048}, {4, 4096}, {8, 2048}, {8, 4096}, {8, 8192}}, launch);
+    auto [ms, config] = best_config("add", {{4, 512}, {4, 1024}, {4, 2048}, {4, 4096}, {8, 1024}, {8, 2048}, {8, 4096}}, launch);
     auto got = o.to_host<float>(), xs = x.to_host<float>(), ys = y.to_host<float>();
     for (int i = 0; i < n; i += 997)
       if (got[i] != xs[i] + ys[i]) {
