@@ -29,7 +29,7 @@ Regs Lowering::lower_dot(const ir::Op& op) {
   std::map<int64_t, llvm::Value*> rows, cols;
   std::vector<std::pair<int64_t, int64_t>> rc;
   for (int64_t r = 0; r < l->num_regs(shape); ++r) {
-    Shape off = masked(l->reg_offset(shape, r), shape);
+    Shape off = passes::wrap_offset(l->reg_offset(shape, r), shape);
     rows.try_emplace(off[0], b_.CreateMul(idx[static_cast<size_t>(r)][0], b_.getInt32(static_cast<uint32_t>(K))));
     cols.try_emplace(off[1], idx[static_cast<size_t>(r)][1]);
     rc.push_back({off[0], off[1]});

@@ -104,7 +104,7 @@ Lowering::Owned Lowering::owned(ir::Type type) {
   // Registers: the first of each distinct (wrapped) offset.
   std::set<Shape> seen;
   for (int64_t r = 0; r < l->num_regs(shape); ++r)
-    if (seen.insert(masked(l->reg_offset(shape, r), shape)).second) o.regs.push_back(r);
+    if (seen.insert(passes::wrap_offset(l->reg_offset(shape, r), shape)).second) o.regs.push_back(r);
   // Threads: lane and warp bits that move no index (they are beyond the tile, or belong to a
   // dimension a slice removed) must be zero.
   uint32_t lane_used = 0, warp_used = 0;

@@ -36,11 +36,6 @@ inline const DistributedLayout* layout(const ir::Value* v) {
   return l;
 }
 
-inline Shape masked(Shape off, const Shape& shape) {
-  for (size_t d = 0; d < off.size(); ++d) off[d] &= shape[d] - 1;
-  return off;
-}
-
 class Lowering {
  public:
   Lowering(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts)
@@ -124,7 +119,6 @@ class Lowering {
   Regs shuffle(const ir::Op& op, const Regs& src, ir::Type src_type, ir::Type dst_type,
                const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of);
   Regs lower_shape(const ir::Op& op);
-  std::optional<Regs> register_map(const ir::Value* in, const ir::Value* res, const std::vector<int>& src_dim);
 
   // --- Elementwise (ElementwiseToLLVM.cpp) -------------------------------------------------
   Regs lower_elementwise(const ir::Op& op);
@@ -158,6 +152,17 @@ class Lowering {
   std::vector<llvm::Value*> combine(const ir::Op& op, const std::vector<llvm::Value*>& lhs,
                                     const std::vector<llvm::Value*>& rhs);
   llvm::Value* shuffle_xor(llvm::Value* v, int mask);
+  // `op`'s shared memory as one array per input (a reduction's or a scan's operands may differ
+  // in type), `count` elements each, one after the other at 16-byte boundaries; at(q, i) is
+  // element i of input q's array.
+  struct InputArrays {
+    Lowering* lowering;
+    std::vector<llvm::Type*> types;
+    std::vector<int64_t> base;
+    llvm::Value* smem;
+    llvm::Value* at(size_t q, llvm::Value* i) const;
+  };
+  InputArrays input_arrays(const ir::Op& op, int64_t count);
   void lower_reduce(const ir::Op& op);
   void lower_scan(const ir::Op& op);
 

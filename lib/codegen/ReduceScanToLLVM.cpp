@@ -49,7 +49,7 @@ void Lowering::lower_reduce(const ir::Op& op) {
   std::set<Shape> seen;
   std::vector<Shape> keys;
   for (int64_t r = 0; r < l->num_regs(shape); ++r) {
-    Shape off = masked(l->reg_offset(shape, r), shape);
+    Shape off = passes::wrap_offset(l->reg_offset(shape, r), shape);
     if (!seen.insert(off).second) continue;  // a replica
     std::vector<llvm::Value*> v;
     for (size_t q = 0; q < nin; ++q) v.push_back(get(op.operands[q])[static_cast<size_t>(r)]);
@@ -82,16 +82,7 @@ void Lowering::lower_reduce(const ir::Op& op) {
     int64_t nwarps = int64_t{1} << warp_bits;
     int64_t slots = 1;
     for (int64_t d : out_shape) slots *= d;
-    std::vector<llvm::Type*> types;
-    std::vector<int64_t> base;
-    int64_t bytes = 0;
-    for (size_t q = 0; q < nin; ++q) {
-      types.push_back(memory_type(op.operands[q]->type));
-      base.push_back(bytes);
-      bytes += slots * nwarps * static_cast<int64_t>(mod_->getDataLayout().getTypeAllocSize(types.back()));
-      bytes = (bytes + 15) / 16 * 16;
-    }
-    llvm::Value* smem = shared(op, bytes);
+    InputArrays partials = input_arrays(op, slots * nwarps);
     llvm::Value* w = b_.CreateAnd(b_.CreateLShr(warp_, t.warp_shift), static_cast<uint64_t>(nwarps - 1));
     // The slot of each group: its linear index in the result shape.
     std::map<Shape, llvm::Value*> slot;
@@ -106,18 +97,16 @@ void Lowering::lower_reduce(const ir::Op& op) {
       }
       slot[k] = b_.CreateMul(linear(idx, out_shape), b_.getInt32(static_cast<uint32_t>(nwarps)));
     }
-    auto addr = [&](size_t q, llvm::Value* s) {
-      return b_.CreateGEP(types[q], b_.CreateGEP(b_.getInt8Ty(), smem, b_.getInt64(static_cast<uint64_t>(base[q]))), s);
-    };
     for (auto& [k, v] : acc)
-      for (size_t q = 0; q < nin; ++q) b_.CreateStore(to_memory(v[q]), addr(q, b_.CreateAdd(slot[k], w)));
+      for (size_t q = 0; q < nin; ++q) b_.CreateStore(to_memory(v[q]), partials.at(q, b_.CreateAdd(slot[k], w)));
     barrier();
     for (auto& [k, v] : acc) {
       std::vector<llvm::Value*> total;
       for (int64_t i = 0; i < nwarps; ++i) {
         std::vector<llvm::Value*> part;
         for (size_t q = 0; q < nin; ++q)
-          part.push_back(from_memory(b_.CreateLoad(types[q], addr(q, b_.CreateAdd(slot[k], b_.getInt32(static_cast<uint32_t>(i))))), op.operands[q]->type));
+          part.push_back(from_memory(b_.CreateLoad(partials.types[q], partials.at(q, b_.CreateAdd(slot[k], b_.getInt32(static_cast<uint32_t>(i))))),
+                                     op.operands[q]->type));
         total = i == 0 ? part : combine(op, total, part);
       }
       v = total;
@@ -132,7 +121,7 @@ void Lowering::lower_reduce(const ir::Op& op) {
     const DistributedLayout* lo = layout(op.result(q));
     Regs out;
     for (int64_t r = 0; r < lo->num_regs(out_shape); ++r) {
-      Shape off = masked(lo->reg_offset(out_shape, r), out_shape);
+      Shape off = passes::wrap_offset(lo->reg_offset(out_shape, r), out_shape);
       auto it = acc.find(off);
       TILEDSL_CHECK(it != acc.end(), "reduce: result layout is not the slice of the operand's");
       out.push_back(it->second[q]);
@@ -141,6 +130,23 @@ void Lowering::lower_reduce(const ir::Op& op) {
   }
 }
 
+
+Lowering::InputArrays Lowering::input_arrays(const ir::Op& op, int64_t count) {
+  InputArrays a{this, {}, {}, nullptr};
+  int64_t bytes = 0;
+  for (const ir::Value* in : op.operands) {
+    a.types.push_back(memory_type(in->type));
+    a.base.push_back(bytes);
+    bytes = (bytes + count * alloc_size(a.types.back()) + 15) / 16 * 16;
+  }
+  a.smem = shared(op, bytes);
+  return a;
+}
+
+llvm::Value* Lowering::InputArrays::at(size_t q, llvm::Value* i) const {
+  auto& b = lowering->b_;
+  return b.CreateGEP(types[q], b.CreateGEP(b.getInt8Ty(), smem, b.getInt64(static_cast<uint64_t>(base[q]))), i);
+}
 
 // --- Scans -------------------------------------------------------------------------------
 // Through shared memory: the tile goes to shared memory row-major, each thread then scans
@@ -157,19 +163,9 @@ void Lowering::lower_scan(const ir::Op& op) {
   int64_t len = shape[axis], inner = 1, outer = 1;
   for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
   for (size_t d = 0; d < axis; ++d) outer *= shape[d];
-  std::vector<llvm::Type*> types;
-  std::vector<int64_t> base;
-  int64_t bytes = 0;
-  for (size_t q = 0; q < nin; ++q) {
-    types.push_back(memory_type(op.operands[q]->type));
-    base.push_back(bytes);
-    bytes += t0.numel() * alloc_size(types.back());
-    bytes = (bytes + 15) / 16 * 16;
-  }
-  llvm::Value* smem = shared(op, bytes);
-  auto addr = [&](size_t q, llvm::Value* i) {
-    return b_.CreateGEP(types[q], b_.CreateGEP(b_.getInt8Ty(), smem, b_.getInt64(static_cast<uint64_t>(base[q]))), i);
-  };
+  InputArrays tile = input_arrays(op, t0.numel());
+  const std::vector<llvm::Type*>& types = tile.types;
+  auto addr = [&](size_t q, llvm::Value* i) { return tile.at(q, i); };
   auto idx = indices(t0);
   for (size_t q = 0; q < nin; ++q) {
     const Regs& regs = get(op.operands[q]);

@@ -24,37 +24,6 @@ int64_t product(const Shape& s) {
   for (int64_t d : s) n *= d;
   return n;
 }
-Shape masked(Shape off, const Shape& shape) {
-  for (size_t d = 0; d < off.size(); ++d) off[d] &= shape[d] - 1;
-  return off;
-}
-
-// Whether every thread already holds the source registers a shape op's result needs (then
-// codegen moves registers and uses no shared memory). Mirrors Lowering::register_map in
-// lib/codegen/ConvertLayoutToLLVM.cpp.
-bool register_map(const Value* in, const Value* res, const std::vector<int>& src_dim) {
-  const DistributedLayout *li = layout_of(in->type), *lo = layout_of(res->type);
-  if (!li || !lo) return false;
-  const Shape &is = in->type.shape(), &os = res->type.shape();
-  auto ti = li->thread_terms(), to = lo->thread_terms();
-  auto same = [](const ThreadTerm& a, const ThreadTerm& b) {
-    return a.lane_shift == b.lane_shift && a.lane_bits == b.lane_bits && a.lane_scale == b.lane_scale &&
-           a.warp_shift == b.warp_shift && a.warp_bits == b.warp_bits && a.warp_scale == b.warp_scale;
-  };
-  for (size_t d = 0; d < os.size(); ++d)
-    if (src_dim[d] >= 0 && !same(to[d], ti[static_cast<size_t>(src_dim[d])])) return false;
-  std::map<Shape, int64_t> by_offset;
-  for (int64_t r = 0; r < li->num_regs(is); ++r) by_offset.try_emplace(masked(li->reg_offset(is, r), is), r);
-  for (int64_t r = 0; r < lo->num_regs(os); ++r) {
-    Shape off = masked(lo->reg_offset(os, r), os);
-    Shape want(is.size(), 0);
-    for (size_t d = 0; d < os.size(); ++d)
-      if (src_dim[d] >= 0) want[static_cast<size_t>(src_dim[d])] = off[d];
-    if (!by_offset.count(masked(want, is))) return false;
-  }
-  return true;
-}
-
 // Shape ops: through shared memory unless registers can be moved (Lowering::lower_shape).
 int64_t shape_op_bytes(const Op& op) {
   const Value* in = op.operands[0];
@@ -62,7 +31,8 @@ int64_t shape_op_bytes(const Op& op) {
   if (!in->type.is_tile() || !res->type.is_tile()) return 0;
   const Shape &is = in->type.shape(), &os = res->type.shape();
   if (op.kind != OpKind::Trans) {
-    if (auto src_dim = paired_dims(op.kind, is, os); src_dim && register_map(in, res, *src_dim)) return 0;
+    if (auto src_dim = paired_dims(op.kind, is, os); src_dim && register_sources(in->type, res->type, *src_dim))
+      return 0;
   }
   return in->type.numel() * element_bytes(in->type);
 }

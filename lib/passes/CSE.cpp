@@ -4,6 +4,8 @@
 #include <functional>
 #include <unordered_map>
 
+#include "passes/Replacements.h"
+
 namespace tiledsl::passes {
 
 namespace {
@@ -44,23 +46,18 @@ class Eliminator {
  public:
   bool run(ir::Function& f) {
     block(f.body);
-    if (changed_) f.number_values();
-    return changed_;
+    if (replacements_.any()) f.number_values();
+    return replacements_.any();
   }
 
  private:
-  Value* lookup(Value* v) const {
-    auto it = replaced_.find(v);
-    return it == replaced_.end() ? v : it->second;
-  }
-
   // Scopes are a stack: entries a block adds are removed when it ends.
   void block(Block& b) {
     std::vector<std::pair<size_t, Op*>> added;
     std::vector<std::unique_ptr<Op>> kept;
     for (auto& owned : b.ops) {
       Op& op = *owned;
-      for (auto& v : op.operands) v = lookup(v);
+      replacements_.rewrite_operands(op);
       for (auto& r : op.regions) block(*r);
       if (!ir::has_trait(op.kind, ir::kPure) || !op.regions.empty() || op.results.empty()) {
         kept.push_back(std::move(owned));
@@ -77,9 +74,9 @@ class Eliminator {
         kept.push_back(std::move(owned));
         continue;
       }
-      for (size_t i = 0; i < op.results.size(); ++i) replaced_[op.result(i)] = earlier->result(i);
-      erased_.push_back(std::move(owned));
-      changed_ = true;
+      std::vector<Value*> with;
+      for (size_t i = 0; i < op.results.size(); ++i) with.push_back(earlier->result(i));
+      replacements_.replace(std::move(owned), with);
     }
     b.ops = std::move(kept);
     for (auto [h, op] : added) {
@@ -93,9 +90,7 @@ class Eliminator {
   }
 
   std::unordered_multimap<size_t, Op*> available_;
-  std::unordered_map<const Value*, Value*> replaced_;
-  std::vector<std::unique_ptr<Op>> erased_;
-  bool changed_ = false;
+  Replacements replacements_;
 };
 }  // namespace
 

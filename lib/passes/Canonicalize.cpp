@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "ir/Semantics.h"
+#include "passes/Replacements.h"
 
 namespace tiledsl::passes {
 
@@ -94,23 +95,16 @@ class Canonicalizer {
  public:
   bool run(ir::Function& f) {
     block(f.body);
-    if (changed_) f.number_values();
-    return changed_;
+    if (replacements_.any()) f.number_values();
+    return replacements_.any();
   }
 
  private:
-  Value* lookup(Value* v) const {
-    auto it = replaced_.find(v);
-    return it == replaced_.end() ? v : it->second;
-  }
-
-  // Ops are visited in program order, so every use of a replaced value comes after the
-  // replacement is recorded: one sweep rewrites all uses.
   void block(Block& b) {
     std::vector<std::unique_ptr<Op>> kept;
     for (auto& owned : b.ops) {
       Op& op = *owned;
-      for (auto& v : op.operands) v = lookup(v);
+      replacements_.rewrite_operands(op);
       for (auto& r : op.regions) block(*r);
       fresh_.clear();
       Value* v = rewrite(op);
@@ -119,9 +113,7 @@ class Canonicalizer {
         kept.push_back(std::move(n));
       }
       if (v) {
-        replaced_[op.result()] = v;
-        changed_ = true;
-        erased_.push_back(std::move(owned));  // kept alive: its results are keys of replaced_
+        replacements_.replace(std::move(owned), {v});
       } else {
         kept.push_back(std::move(owned));
       }
@@ -208,9 +200,8 @@ class Canonicalizer {
     }
   }
 
-  std::unordered_map<const Value*, Value*> replaced_;
-  std::vector<std::unique_ptr<Op>> erased_, fresh_;
-  bool changed_ = false;
+  Replacements replacements_;
+  std::vector<std::unique_ptr<Op>> fresh_;
 };
 }  // namespace
 

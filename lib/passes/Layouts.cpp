@@ -242,4 +242,32 @@ std::optional<std::vector<int>> paired_dims(ir::OpKind kind, const Shape& in, co
   return src_dim;
 }
 
+std::optional<std::vector<int64_t>> register_sources(ir::Type in, ir::Type out, const std::vector<int>& src_dim) {
+  const DistributedLayout *li = layout_of(in), *lo = layout_of(out);
+  if (!li || !lo) return std::nullopt;
+  const Shape &is = in.shape(), &os = out.shape();
+  auto ti = li->thread_terms(), to = lo->thread_terms();
+  auto same = [](const ThreadTerm& a, const ThreadTerm& b) {
+    return a.lane_shift == b.lane_shift && a.lane_bits == b.lane_bits && a.lane_scale == b.lane_scale &&
+           a.warp_shift == b.warp_shift && a.warp_bits == b.warp_bits && a.warp_scale == b.warp_scale;
+  };
+  // Source dimensions of extent one and unpaired result dimensions read index 0: no thread
+  // bits may be spent on a paired dimension differently.
+  for (size_t d = 0; d < os.size(); ++d)
+    if (src_dim[d] >= 0 && !same(to[d], ti[static_cast<size_t>(src_dim[d])])) return std::nullopt;
+  std::map<Shape, int64_t> by_offset;
+  for (int64_t r = 0; r < li->num_regs(is); ++r) by_offset.try_emplace(wrap_offset(li->reg_offset(is, r), is), r);
+  std::vector<int64_t> sources;
+  for (int64_t r = 0; r < lo->num_regs(os); ++r) {
+    Shape off = wrap_offset(lo->reg_offset(os, r), os);
+    Shape want(is.size(), 0);
+    for (size_t d = 0; d < os.size(); ++d)
+      if (src_dim[d] >= 0) want[static_cast<size_t>(src_dim[d])] = off[d];
+    auto it = by_offset.find(wrap_offset(want, is));
+    if (it == by_offset.end()) return std::nullopt;
+    sources.push_back(it->second);
+  }
+  return sources;
+}
+
 }  // namespace tiledsl::passes

@@ -116,4 +116,18 @@ const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec 
 // directly when the layouts agree on these pairs; the shared-memory allocation must agree.
 std::optional<std::vector<int>> paired_dims(ir::OpKind kind, const Shape& in, const Shape& out);
 
+// A register offset reduced into `shape` (replicated registers wrap around).
+inline Shape wrap_offset(Shape off, const Shape& shape) {
+  for (size_t d = 0; d < off.size(); ++d) off[d] &= shape[d] - 1;
+  return off;
+}
+
+// For a shape op from a tile of type `in` to one of type `out` whose dimensions pair as
+// `src_dim` says (paired_dims): the source register each result register can be moved from,
+// when every thread already holds the elements it needs (the thread terms agree on paired
+// dimensions and each result register's offset matches a source register's); nothing when
+// elements must move between threads, through shared memory. Codegen lowers the op from this
+// and allocate-shared reserves memory only when it is nothing.
+std::optional<std::vector<int64_t>> register_sources(ir::Type in, ir::Type out, const std::vector<int>& src_dim);
+
 }  // namespace tiledsl::passes
