@@ -56,8 +56,8 @@ GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, 
   return bin;
 }
 
-void warm_up_compiler() {
-  if (const char* e = std::getenv("TILEDSL_WARM_COMPILER"); e && std::string(e) == "0") return;
+bool warm_up_compiler() {
+  if (const char* e = std::getenv("TILEDSL_WARM_COMPILER"); e && std::string(e) == "0") return false;
   // A masked vector copy: loads, stores, index arithmetic, the whole pipeline and the NVPTX
   // backend, in about as much time as vector add takes to compile.
   static const char* kWarmUp = R"(kernel @tiledsl_warm_up(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}, %n: i32) {
@@ -82,9 +82,9 @@ void warm_up_compiler() {
     codegen::CompileOptions opts;
     const char* arch = std::getenv("TILEDSL_ARCH");
     opts.arch = arch && *arch ? arch : "sm_90";
-    codegen::compile_to_ptx(*f, opts);
+    return codegen::compile_to_ptx(*f, opts).find(".entry tiledsl_warm_up") != std::string::npos;
   } catch (...) {
-    // Only a warm-up: the first real kernel reports whatever is wrong.
+    return false;  // only a warm-up: the first real kernel reports whatever is wrong
   }
 }
 

@@ -38,7 +38,7 @@ Loaded load() {
   // cuInit and the context take a few hundred milliseconds; LLVM's start-up runs beside them
   // instead of inside the first kernel's compile. Joined before returning: no thread outlives
   // this function.
-  std::thread warm_up(runtime::warm_up_compiler);
+  std::thread warm_up([] { runtime::warm_up_compiler(); });
   struct Join {
     std::thread& t;
     ~Join() { t.join(); }

@@ -29,7 +29,7 @@ GpuBinary compile_for_gpu(const ir::Function& f, int, int, const std::string&, b
   throw Error(fmt::format("kernel '{}': this build of tiledsl has no GPU code generation (configure with LLVM 19 "
                           "and TILEDSL_ENABLE_CODEGEN=ON)", f.name));
 }
-void warm_up_compiler() {}
+bool warm_up_compiler() { return false; }
 #endif
 
 std::string target_arch() {

@@ -32,7 +32,8 @@ GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, 
 // (target registration, pass registries, first touch of its code) is not paid by the first real
 // kernel. The driver runs it on a second thread while cuInit creates the context, which takes
 // far longer (Driver.cpp); TILEDSL_WARM_COMPILER=0 turns it off. Nothing without codegen.
-void warm_up_compiler();
+// Whether it produced PTX.
+bool warm_up_compiler();
 
 // Registers, spill bytes and shared memory of compiled PTX: from the driver when a GPU is
 // present, else from `ptxas -v` when the toolkit is; -1 each, with `source` saying why, otherwise.

@@ -47,12 +47,13 @@ TEST_CASE("cache entries round-trip and bad entries are rejected", "[unit]") {
   TempCacheDir tmp;
   std::string key = cache_key("ir", "sm_90", 4, 3);
   CHECK(!cache_read(key));
-  CachedBinary b{"my_kernel", random_bytes(4099, 1)};
+  CachedBinary b{"my_kernel", random_bytes(4099, 1), 73728};
   cache_write(key, b);
   auto r = cache_read(key);
   REQUIRE(r);
   CHECK(r->entry == "my_kernel");
   CHECK(r->binary == b.binary);
+  CHECK(r->shared_bytes == 73728);  // the launch needs it: part of the entry and its checksum
 
   setenv("TILEDSL_ALWAYS_COMPILE", "1", 1);
   CHECK(!cache_read(key));
@@ -68,6 +69,15 @@ TEST_CASE("cache entries round-trip and bad entries are rejected", "[unit]") {
     f.seekp(static_cast<std::streamoff>(size - 100));
     c = static_cast<char>(c ^ 0x5a);
     f.write(&c, 1);
+  }
+  CHECK(!cache_read(key));
+  cache_write(key, b);
+  REQUIRE(cache_read(key));
+  {  // change the shared-memory size in the header (after the magic and two sizes)
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8 + 2 * 8);
+    uint64_t other = 1024;
+    f.write(reinterpret_cast<const char*>(&other), sizeof other);
   }
   CHECK(!cache_read(key));
   cache_write(key, b);

@@ -3,6 +3,12 @@
 
 #include <tiledsl/tiledsl.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "runtime/cuda/Launcher.h"
+
 namespace tl = tiledsl;
 
 namespace {
@@ -57,4 +63,16 @@ TEST_CASE("compile: shared memory is dynamic, sized by allocate-shared, and may 
   size_t first = c.ptx.find("tiledsl_smem[");
   CHECK(c.ptx.find("tiledsl_smem[", first + 1) == std::string::npos);  // declared once: nothing static
   if (c.resources_from == "ptxas" || c.resources_from == "driver") CHECK(c.shared_bytes == 65536);
+}
+
+TEST_CASE("the compiler warm-up compiles a kernel, writes no dumps, and can be turned off", "[ptx]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tiledsl-warm-up-" + std::to_string(std::random_device{}()));
+  setenv("TILEDSL_DUMP_DIR", dir.c_str(), 1);
+  CHECK(tiledsl::runtime::warm_up_compiler());
+  CHECK(!fs::exists(dir));  // the user's dump folder sees only their kernels
+  unsetenv("TILEDSL_DUMP_DIR");
+  setenv("TILEDSL_WARM_COMPILER", "0", 1);
+  CHECK(!tiledsl::runtime::warm_up_compiler());
+  unsetenv("TILEDSL_WARM_COMPILER");
 }
