@@ -35,7 +35,13 @@ std::string fmt_double(double v, int digits) {
 const cu::Driver& drv() { return *cu::driver(); }
 
 // Median milliseconds of `fn` (tl::bench: CUDA events, L2 flushed before each run, as Triton's do_bench).
-double time_ms(const std::function<void()>& fn) { return tl::bench(fn, {.warmup = 20, .rep = 100}).median_ms; }
+// The median over about 100 ms of timed runs (at least 100, at most 10000), as Triton's do_bench
+// spends its time: with only 100 runs, repeated medians of a microsecond kernel moved by 5 %.
+double time_ms(const std::function<void()>& fn) {
+  double estimate = tl::bench(fn, {.warmup = 5, .rep = 10}).median_ms;
+  int reps = static_cast<int>(std::clamp(100.0 / std::max(estimate, 1e-3), 100.0, 10000.0));
+  return tl::bench(fn, {.warmup = 20, .rep = reps}).median_ms;
+}
 
 // The memory-bound reference: copying `bytes` bytes (read + write) device to device.
 double copy_gbps(size_t bytes) {
