@@ -75,6 +75,12 @@ std::string operand_list(unsigned first, unsigned n) {
   for (unsigned i = 0; i < n; ++i) s += (i ? ", $" : "$") + std::to_string(first + i);
   return n > 1 ? "{" + s + "}" : s;
 }
+// The registers of an access of `vt`, one element or a vector of them.
+Words words(llvm::Type* vt) {
+  auto* v = llvm::dyn_cast<llvm::FixedVectorType>(vt);
+  llvm::Type* et = v ? v->getElementType() : vt;
+  return words_for(et, v ? v->getNumElements() : 1, et->getPrimitiveSizeInBits() / 8, vt->getContext());
+}
 std::string vector_suffix(unsigned n) { return n > 1 ? ".v" + std::to_string(n) : ""; }
 }  // namespace
 
@@ -82,13 +88,6 @@ std::string vector_suffix(unsigned n) { return n > 1 ? ".v" + std::to_string(n) 
 // one basic block (LLVM and ptxas compile it faster than a branch per vector) and ptxas
 // schedules the loads freely. They are marked as having side effects so that LLVM neither
 // merges nor moves them across stores.
-namespace {
-Words words(llvm::Type* vt) {
-  auto* v = llvm::dyn_cast<llvm::FixedVectorType>(vt);
-  llvm::Type* et = v ? v->getElementType() : vt;
-  return words_for(et, v ? v->getNumElements() : 1, et->getPrimitiveSizeInBits() / 8, vt->getContext());
-}
-}  // namespace
 
 bool Lowering::predicated_access_ok(llvm::Type* vt) const {
   if (vt->getScalarType()->isPointerTy()) return false;
