@@ -16,6 +16,7 @@
 #include <random>
 
 #include "attention_kernel.h"
+#include "softmax_kernel.h"
 #include "ir/Parser.h"
 #include "runtime/Backend.h"
 #include "runtime/cuda/Launcher.h"
@@ -77,18 +78,6 @@ tl::Kernel make_add(const char* name) {
                       tl::store(out + offs, tl::load(x + offs, mask) + tl::load(y + offs, mask), mask);
                     });
 }
-
-const tl::Kernel softmax_kernel = tl::kernel(
-    "softmax", {"out", "in", "in_stride", "out_stride", "n_cols", "BLOCK"},
-    [](tl::Ptr<float> out, tl::Ptr<float> in, tl::Int in_stride, tl::Int out_stride, tl::Int n_cols,
-       tl::Constexpr BLOCK) {
-      auto row = tl::program_id(0);
-      auto offs = tl::arange(0, BLOCK);
-      auto mask = offs < n_cols;
-      auto x = tl::load(in + row * in_stride + offs, mask, -INFINITY);
-      auto num = tl::exp(x - tl::max(x, 0));
-      tl::store(out + row * out_stride + offs, num / tl::sum(num, 0), mask);
-    });
 
 // Layer norm forward, one row per program, as Triton's tutorial kernel.
 const tl::Kernel layernorm_kernel = tl::kernel(
@@ -406,7 +395,7 @@ int main(int argc, char** argv) {
   for (auto [m, n] : {std::pair{4096, 4096}, std::pair{32768, 1024}}) {
     auto x = tl::Tensor::randn({m, n}, 3), y = tl::Tensor::empty({m, n});
     int64_t block = next_pow2(n);
-    auto launch = [&](int warps, int64_t) { softmax_kernel[m].options({.num_warps = warps})(y, x, n, n, n, block); };
+    auto launch = [&](int warps, int64_t) { softmax::softmax_kernel[m].options({.num_warps = warps})(y, x, n, n, n, block); };
     auto [ms, config] = best_config("softmax", {{4, block}, {8, block}, {16, block}}, launch);
     auto ys = y.to_host<float>();
     double row_sum = 0;
