@@ -46,8 +46,7 @@ class Eliminator {
  public:
   bool run(ir::Function& f) {
     block(f.body);
-    if (replacements_.any()) f.number_values();
-    return replacements_.any();
+    return replacements_.finish(f);
   }
 
  private:

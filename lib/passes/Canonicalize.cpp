@@ -95,8 +95,7 @@ class Canonicalizer {
  public:
   bool run(ir::Function& f) {
     block(f.body);
-    if (replacements_.any()) f.number_values();
-    return replacements_.any();
+    return replacements_.finish(f);
   }
 
  private:

@@ -26,7 +26,12 @@ class Replacements {
     for (size_t i = 0; i < with.size(); ++i) replaced_[op->result(i)] = with[i];
     erased_.push_back(std::move(op));
   }
-  bool any() const { return !erased_.empty(); }
+  // Ends the pass over `f`: renumbers its values when anything was replaced; whether it was.
+  bool finish(ir::Function& f) const {
+    if (erased_.empty()) return false;
+    f.number_values();
+    return true;
+  }
 
  private:
   std::unordered_map<const ir::Value*, ir::Value*> replaced_;
