@@ -80,6 +80,15 @@ for warm in 1 0; do
   done
 done
 
+# Vector add against torch in one process (bench/torch_side_by_side.py), where torch and triton
+# are installed: the comparison at 2^20 that figures from two processes cannot settle.
+if python3 -c "import torch, triton" 2>/dev/null; then
+  echo "== vector add beside torch, one process"
+  "$bin/tiledsl-bench" export-add "$work/add-ptx" >/dev/null &&
+    PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_side_by_side.py "$work/add-ptx" 2>&1 | tee "$logs/side_by_side.log"
+  summary+=("$(grep -E '^add f32' "$logs/side_by_side.log")")
+fi
+
 anchors 2
 for f in .ref/*.py; do
   [ "$f" = .ref/triton_torch_anchors.py ] || [ ! -f "$f" ] && continue
