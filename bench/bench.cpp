@@ -4,12 +4,14 @@
 #include <tiledsl/tiledsl.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -166,26 +168,54 @@ struct CuSparse {
   }
 };
 
-// (num_warps, BLOCK) of the vector-add sweep, and of `tiledsl-bench export-add`.
-constexpr std::initializer_list<std::pair<int, int64_t>> kAddConfigs = {{4, 512},  {4, 1024}, {4, 2048}, {4, 4096},
-                                                                         {8, 1024}, {8, 2048}, {8, 4096}};
+// (num_warps, BLOCK) of the vector-add sweep; num_warps of the softmax and layer-norm sweeps.
+constexpr std::array<std::pair<int, int64_t>, 7> kAddConfigs = {
+    {{4, 512}, {4, 1024}, {4, 2048}, {4, 4096}, {8, 1024}, {8, 2048}, {8, 4096}}};
+constexpr std::array<int, 3> kRowWarps = {4, 8, 16};
+constexpr std::array<std::pair<int, int>, 2> kSoftmaxShapes = {{{4096, 4096}, {32768, 1024}}};
+constexpr int kLayerNormRows = 4096, kLayerNormCols = 4096;
 
-// `tiledsl-bench export-add DIR`: the PTX of the benchmark's vector add, one file per sweep config
-// (DIR/add-w<num_warps>-b<BLOCK>.ptx, entry `add`, parameters x, y, out, n: i32), specialised as the
-// benchmark launches it (16-byte aligned pointers, n a multiple of 16). bench/torch_side_by_side.py
-// loads them to time them against torch in one process.
-int export_add(const std::string& dir) {
+int64_t next_pow2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// `tiledsl-bench export DIR`: the PTX of the benchmark's memory-bound kernels, every config of
+// their sweeps, specialised as the benchmark launches them (16-byte aligned pointers, sizes
+// multiples of 16), and DIR/kernels.jsonl, one line per file: the file, its entry point,
+// num_warps, dynamic shared memory, and the kernel's constexprs and sizes.
+// bench/torch_side_by_side.py loads them to time them against torch and Triton in one process.
+int export_kernels(const std::string& dir) {
   std::filesystem::create_directories(dir);
-  tl::Kernel add = make_add("add");
-  auto x = tl::Tensor::empty({16}), y = tl::Tensor::empty({16}), o = tl::Tensor::empty({16});
-  for (auto [warps, block] : kAddConfigs) {
-    auto f = tiledsl::ir::parse(add.ir(x, y, o, 1 << 20, block));
+  std::ofstream manifest(dir + "/kernels.jsonl");
+  auto emit = [&](const std::string& file, const std::string& ir_text, int warps, const std::string& fields) {
+    auto f = tiledsl::ir::parse(ir_text);
     f->number_values();
     auto bin = tiledsl::runtime::compile_for_gpu(*f, warps, 3, tiledsl::runtime::target_arch());
-    std::string path = dir + "/add-w" + std::to_string(warps) + "-b" + std::to_string(block) + ".ptx";
-    std::ofstream(path) << bin.ptx;
-    std::printf("%s\n", path.c_str());
-  }
+    std::ofstream(dir + "/" + file) << bin.ptx;
+    manifest << "{\"file\": \"" << file << "\", \"entry\": \"" << bin.entry << "\", \"num_warps\": " << warps
+             << ", \"shared_bytes\": " << bin.shared_bytes << ", " << fields << "}\n";
+  };
+  auto t = [](int64_t n) { return tl::Tensor::empty({n}); };
+  tl::Kernel add = make_add("add");
+  for (auto [warps, block] : kAddConfigs)
+    emit("add-w" + std::to_string(warps) + "-b" + std::to_string(block) + ".ptx", add.ir(t(16), t(16), t(16), 1 << 20, block),
+         warps, "\"kernel\": \"add\", \"BLOCK\": " + std::to_string(block));
+  for (auto [m, n] : kSoftmaxShapes)
+    for (int warps : kRowWarps) {
+      int64_t block = next_pow2(n);
+      emit("softmax-" + std::to_string(m) + "x" + std::to_string(n) + "-w" + std::to_string(warps) + ".ptx",
+           softmax::softmax_kernel.ir(t(16), t(16), n, n, n, block), warps,
+           "\"kernel\": \"softmax\", \"rows\": " + std::to_string(m) + ", \"cols\": " + std::to_string(n));
+    }
+  for (int warps : kRowWarps)
+    emit("layernorm-w" + std::to_string(warps) + ".ptx",
+         layernorm_kernel.ir(t(16), t(16), t(16), t(16), t(16), t(16), kLayerNormCols, kLayerNormCols, 1e-5f,
+                             next_pow2(kLayerNormCols)),
+         warps, "\"kernel\": \"layernorm\", \"rows\": " + std::to_string(kLayerNormRows) + ", \"cols\": " +
+                    std::to_string(kLayerNormCols));
+  std::printf("%s/kernels.jsonl\n", dir.c_str());
   return 0;
 }
 
@@ -193,7 +223,7 @@ std::string fmt_config(int warps, int64_t block) { return "w" + std::to_string(w
 
 // Times `launch(warps, block)` for each configuration and returns (best ms, its name); prints each.
 template <class F>
-std::pair<double, std::string> best_config(const std::string& what, std::initializer_list<std::pair<int, int64_t>> configs,
+std::pair<double, std::string> best_config(const std::string& what, std::span<const std::pair<int, int64_t>> configs,
                                            F launch) {
   double best = 1e30;
   std::pair<int, int64_t> chosen;
@@ -304,12 +334,6 @@ void first_launch_attention(const char* label) {
   std::printf("%-40s %10.3f ms\n", label, ms);
 }
 
-int64_t next_pow2(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -318,7 +342,7 @@ int main(int argc, char** argv) {
   // `tiledsl-bench cold`: only the first launches, add then attention (with an empty
   // TILEDSL_CACHE_DIR: cold compiles), so that a script can repeat them in fresh processes.
   // `tiledsl-bench memory`: only the memory-bound kernels and SpMM (to compare builds quickly).
-  // `tiledsl-bench export-add DIR`: write the vector add's PTX (see export_add) and exit.
+  // `tiledsl-bench export DIR`: write the memory-bound kernels' PTX (see export_kernels) and exit.
   bool first_launch_only = false, cold_only = false, memory_only = false;
   std::string csv;
   for (int i = 1; i < argc; ++i) {
@@ -326,7 +350,7 @@ int main(int argc, char** argv) {
     if (a == "first-launch") first_launch_only = true;
     else if (a == "cold") cold_only = true;
     else if (a == "memory") memory_only = true;
-    else if (a == "export-add" && i + 1 < argc) return export_add(argv[i + 1]);
+    else if (a == "export" && i + 1 < argc) return export_kernels(argv[i + 1]);
     else if (a.rfind("--csv=", 0) == 0) csv = a.substr(6);
   }
 
@@ -434,11 +458,13 @@ int main(int argc, char** argv) {
     row("add f32 n=2^" + std::to_string(log2n) + " [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }
 
-  for (auto [m, n] : {std::pair{4096, 4096}, std::pair{32768, 1024}}) {
+  for (auto [m, n] : kSoftmaxShapes) {
     auto x = tl::Tensor::randn({m, n}, 3), y = tl::Tensor::empty({m, n});
     int64_t block = next_pow2(n);
     auto launch = [&](int warps, int64_t) { softmax::softmax_kernel[m].options({.num_warps = warps})(y, x, n, n, n, block); };
-    auto [ms, config] = best_config("softmax", {{4, block}, {8, block}, {16, block}}, launch);
+    std::vector<std::pair<int, int64_t>> configs;
+    for (int warps : kRowWarps) configs.push_back({warps, block});
+    auto [ms, config] = best_config("softmax", configs, launch);
     auto ys = y.to_host<float>();
     double row_sum = 0;
     for (int j = 0; j < n; ++j) row_sum += ys[static_cast<size_t>(m / 2) * n + j];
@@ -452,13 +478,15 @@ int main(int argc, char** argv) {
   }
 
   {
-    const int m = 4096, n = 4096;
+    const int m = kLayerNormRows, n = kLayerNormCols;
     auto x = tl::Tensor::randn({m, n}, 4), y = tl::Tensor::empty({m, n}), w = tl::Tensor::randn({n}, 5),
          b = tl::Tensor::randn({n}, 6), mean = tl::Tensor::empty({m}), rstd = tl::Tensor::empty({m});
     auto launch = [&](int warps, int64_t block) {
       layernorm_kernel[m].options({.num_warps = warps})(x, y, w, b, mean, rstd, n, n, 1e-5f, block);
     };
-    auto [ms, config] = best_config("layernorm", {{4, 4096}, {8, 4096}, {16, 4096}}, launch);
+    std::vector<std::pair<int, int64_t>> configs;
+    for (int warps : kRowWarps) configs.push_back({warps, next_pow2(n)});
+    auto [ms, config] = best_config("layernorm", configs, launch);
     double bytes = 2.0 * m * n * 4;
     row("layernorm fwd f32 4096x4096 [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }

@@ -1,27 +1,35 @@
 #!/usr/bin/env python3
-"""Vector add: tiledsl's kernel against torch.add in one process, timed the same way.
+"""tiledsl's memory-bound kernels beside torch and Triton in one process, timed the same way.
 
-tiledsl-bench compares with torch only through figures from another process; at n = 2^20 one
-timing call (a median over thousands of runs) lands in one of two levels about 8 % apart, for
-torch's kernel as for ours, so two processes compare two draws. Here both kernels are timed by
-triton.testing.do_bench (CUDA events, L2 cleared before each run) in alternation, several rounds,
-and the ratio is the median over the rounds.
+tiledsl-bench compares with torch and Triton only through figures from another process (the
+reference harness). On the H200 one timing call (a median over hundreds of runs) lands in one of
+two levels a few per cent apart (add at 2^20: 7.7 or 8.4 us), for every kernel, ours, torch's and
+Triton's alike, so figures from two processes compare two draws. Here every kernel is timed by
+triton.testing.do_bench (CUDA events, L2 cleared before each run) in alternation, over several
+rounds, and the ratios are medians over the rounds.
 
-Needs torch and triton (as the reference harness does) and the PTX that
-`tiledsl-bench export-add DIR` writes. Our kernels are loaded with cuModuleLoadData (the driver's
-JIT, as the tiledsl runtime loads PTX) and launched with cuLaunchKernel through ctypes: the host
-path differs from the runtime's, the GPU time measured between the events does not.
+Each side picks its launch configuration on rounds of its own (ours from the configs tiledsl-bench
+sweeps, Triton's from the same num_warps / BLOCK choices), so the rounds compared are not the
+draws that chose them. The Triton kernels are the plain one-program-per-block/row kernels of
+Triton's tutorials, written here; torch is torch.add, torch.softmax and layer_norm.
 
-usage: torch_side_by_side.py PTX_DIR [--log2n 20,24,28] [--select-rounds 3] [--rounds 7]
+Our kernels come from `tiledsl-bench export DIR` (PTX and DIR/kernels.jsonl). They are loaded
+with cuModuleLoadData (the driver's JIT, as the tiledsl runtime loads PTX) and launched with
+cuLaunchKernel through ctypes: the host path differs from the runtime's, the GPU time measured
+between the events does not.
+
+usage: torch_side_by_side.py DIR [--select-rounds 3] [--rounds 7] [--only add,softmax,layernorm]
 """
 import argparse
 import ctypes
-import glob
+import json
 import os
 import re
 import statistics
 
 import torch
+import triton
+import triton.language as tl
 from triton.testing import do_bench
 
 
@@ -29,101 +37,206 @@ def timed(fn):
     return do_bench(fn, warmup=50, rep=300, return_mode="median")
 
 
-class Ptx:
-    """One exported add kernel: add-w<warps>-b<block>.ptx, entry `add`, (x, y, out, n: i32)."""
+# ---- our kernels, from tiledsl-bench export
 
+CTYPES = {"u64": ctypes.c_uint64, "u32": ctypes.c_int32, "f32": ctypes.c_float}
+# The parameter list each exported kernel must have (pointers, then i32 sizes, then f32).
+SIGNATURES = {"add": ["u64"] * 3 + ["u32"], "softmax": ["u64"] * 2 + ["u32"] * 3,
+              "layernorm": ["u64"] * 6 + ["u32"] * 2 + ["f32"]}
+
+
+class Ptx:
     cuda = None
 
-    def __init__(self, path):
+    def __init__(self, directory, entry):
         if Ptx.cuda is None:
             Ptx.cuda = ctypes.CDLL("libcuda.so.1")
-        m = re.search(r"add-w(\d+)-b(\d+)\.ptx$", path)
-        self.warps, self.block = int(m.group(1)), int(m.group(2))
-        self.name = f"w{self.warps} b{self.block}"
+        self.info = entry
+        self.warps, self.shared = entry["num_warps"], entry["shared_bytes"]
+        text = open(os.path.join(directory, entry["file"])).read()
+        params = re.findall(r"\.param \.(\w+) " + re.escape(entry["entry"]) + r"_param_\d+", text)
+        if params != SIGNATURES[entry["kernel"]]:
+            raise SystemExit(f"{entry['file']}: parameters {params}, expected {SIGNATURES[entry['kernel']]}")
+        self.types = params
         self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
-        image = ctypes.create_string_buffer(open(path, "rb").read() + b"\0")
-        self.check(Ptx.cuda.cuModuleLoadData(ctypes.byref(self.module), image), "cuModuleLoadData " + path)
-        self.check(Ptx.cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"add"), "cuModuleGetFunction")
+        image = ctypes.create_string_buffer(text.encode() + b"\0")
+        self.check(Ptx.cuda.cuModuleLoadData(ctypes.byref(self.module), image), "cuModuleLoadData " + entry["file"])
+        self.check(Ptx.cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, entry["entry"].encode()),
+                   "cuModuleGetFunction")
+        if self.shared > 48 * 1024:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            self.check(Ptx.cuda.cuFuncSetAttribute(self.fn, 8, self.shared), "cuFuncSetAttribute")
 
     @staticmethod
     def check(result, call):
         if result != 0:
             raise RuntimeError(f"{call} failed with CUDA error {result}")
 
-    def launcher(self, x, y, out):
-        n = x.numel()
-        values = [ctypes.c_uint64(x.data_ptr()), ctypes.c_uint64(y.data_ptr()), ctypes.c_uint64(out.data_ptr()),
-                  ctypes.c_int32(n)]
-        params = (ctypes.c_void_p * 4)(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
-        grid = (n + self.block - 1) // self.block
+    def launcher(self, grid, *args):
+        values = [CTYPES[t](a.data_ptr() if isinstance(a, torch.Tensor) else a) for t, a in zip(self.types, args)]
+        params = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        fn, block, shared, name = self.fn, 32 * self.warps, self.shared, self.info["file"]
 
         def launch():
-            _keep = values  # the parameter values must outlive every launch
-            self.check(Ptx.cuda.cuLaunchKernel(self.fn, grid, 1, 1, 32 * self.warps, 1, 1, 0, stream, params, None),
-                       "cuLaunchKernel add " + self.name)
+            _ = values  # the parameter values must outlive every launch
+            Ptx.check(Ptx.cuda.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, stream, params, None),
+                      "cuLaunchKernel " + name)
 
         return launch
 
 
+# ---- Triton's tutorial-style kernels
+
+@triton.jit
+def triton_add(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def triton_softmax(out, inp, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    v = tl.load(inp + row * in_stride + cols, mask=mask, other=-float("inf"))
+    e = tl.exp(v - tl.max(v, 0))
+    tl.store(out + row * out_stride + cols, e / tl.sum(e, 0), mask=mask)
+
+
+@triton.jit
+def triton_layernorm(x, y, w, b, mean_out, rstd_out, stride, n, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    v = tl.load(x + row * stride + cols, mask=mask, other=0.0)
+    mean = tl.sum(v, 0) / n
+    d = tl.where(mask, v - mean, 0.0)
+    rstd = 1 / tl.sqrt(tl.sum(d * d, 0) / n + eps)
+    tl.store(mean_out + row, mean)
+    tl.store(rstd_out + row, rstd)
+    tl.store(y + row * stride + cols, d * rstd * tl.load(w + cols, mask=mask) + tl.load(b + cols, mask=mask), mask=mask)
+
+
+# ---- one workload: check, choose configs, alternate
+
+def compare(title, nbytes, ours, triton_configs, torch_fn, check, target):
+    """ours / triton_configs: {config name: launch}, each checked against torch's result first
+    (check(launch, name) raises when it is wrong); target: 'torch' or 'triton', the reference the
+    target is set against."""
+    for side, group in (("tiledsl", ours), ("triton", triton_configs)):
+        for name, launch in group.items():
+            check(launch, f"{title}, {side} {name}")
+
+    def choose(group, rounds):
+        times = {name: [] for name in group}
+        for _ in range(rounds):
+            for name, launch in group.items():
+                times[name].append(timed(launch))
+        return min(times, key=lambda name: statistics.median(times[name])), times
+
+    our_cfg, our_sel = choose(ours, ARGS.select_rounds)
+    tri_cfg, tri_sel = choose(triton_configs, ARGS.select_rounds)
+    show = lambda sel: ", ".join(f"{n} {statistics.median(v) * 1e3:.2f}" for n, v in sel.items())
+    print(f"{title}: selection (us, medians of {ARGS.select_rounds}) ours {show(our_sel)}; triton {show(tri_sel)}",
+          flush=True)
+
+    sides = {"tiledsl": ours[our_cfg], "triton": triton_configs[tri_cfg], "torch": torch_fn}
+    rounds = {k: [] for k in sides}
+    order = list(sides)
+    for i in range(ARGS.rounds):
+        for k in order[i % 3:] + order[:i % 3]:  # each side goes first in turn
+            rounds[k].append(timed(sides[k]))
+    for k, v in rounds.items():
+        print(f"{title}: {k} rounds (us) " + " ".join(f"{t * 1e3:.2f}" for t in v), flush=True)
+    gbps = lambda ms: nbytes / ms / 1e6
+    med = {k: statistics.median(v) for k, v in rounds.items()}
+    ratio = {ref: statistics.median([r / o for o, r in zip(rounds["tiledsl"], rounds[ref])]) for ref in ("triton", "torch")}
+    line = (f"side-by-side {title} [ours {our_cfg}, triton {tri_cfg}]: tiledsl {gbps(med['tiledsl']):7.1f} GB/s, "
+            f"triton {gbps(med['triton']):7.1f}, torch {gbps(med['torch']):7.1f}; "
+            f"ratio to triton {ratio['triton']:.3f}, to torch {ratio['torch']:.3f}; target >= 1.00 x {target}: "
+            f"{'met' if ratio[target] >= 1.0 else 'NOT met'}")
+    print(line, flush=True)
+
+
+def exact(want, out):
+    def check(launch, name):
+        out.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        if not torch.equal(out, want):
+            raise SystemExit(f"{name}: WRONG ({(out != want).sum().item()} elements differ)")
+    return check
+
+
+def close(want, outs):
+    def check(launch, name):
+        for o in outs:
+            o.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        for o, w in zip(outs, want):
+            if not torch.allclose(o, w, atol=1e-4, rtol=1e-4):
+                raise SystemExit(f"{name}: WRONG (max error {(o - w).abs().max().item()})")
+    return check
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("ptx_dir")
-    ap.add_argument("--log2n", default="20,24,28")
+    ap.add_argument("dir")
     ap.add_argument("--select-rounds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=7)
-    args = ap.parse_args()
+    ap.add_argument("--only", default="add,softmax,layernorm")
+    global ARGS
+    ARGS = ap.parse_args()
+    only = ARGS.only.split(",")
 
     torch.manual_seed(0)
-    x0 = torch.randn(1, device="cuda")  # creates the context our modules load into
-    kernels = [Ptx(p) for p in sorted(glob.glob(os.path.join(args.ptx_dir, "add-w*-b*.ptx")))]
-    if not kernels:
-        raise SystemExit(f"no add-w*-b*.ptx in {args.ptx_dir} (run tiledsl-bench export-add {args.ptx_dir})")
-    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; {len(kernels)} tiledsl configs", flush=True)
-    del x0
+    torch.empty(1, device="cuda")  # creates the context our modules load into
+    with open(os.path.join(ARGS.dir, "kernels.jsonl")) as f:
+        kernels = [Ptx(ARGS.dir, json.loads(line)) for line in f if line.strip()]
+    print(f"torch {torch.__version__}, triton {triton.__version__} on {torch.cuda.get_device_name()}; "
+          f"{len(kernels)} tiledsl kernels", flush=True)
+    of = lambda kind, **match: [k for k in kernels if k.info["kernel"] == kind and
+                                all(k.info[key] == v for key, v in match.items())]
 
-    for log2n in (int(v) for v in args.log2n.split(",")):
-        n = 1 << log2n
-        x, y, out = torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
-        want = x + y
-        launches = {}
-        for k in kernels:
-            out.fill_(float("nan"))
-            launch = k.launcher(x, y, out)
-            launch()
-            torch.cuda.synchronize()
-            if not torch.equal(out, want):
-                raise SystemExit(f"add {k.name} n=2^{log2n}: WRONG ({(out != want).sum().item()} elements differ)")
-            launches[k.name] = launch
+    if "add" in only:
+        for log2n in (20, 24, 28):
+            n = 1 << log2n
+            x, y, out = (torch.randn(n, device="cuda") for _ in range(3))
+            ours = {f"w{k.warps} b{k.info['BLOCK']}": k.launcher(triton.cdiv(n, k.info["BLOCK"]), x, y, out, n)
+                    for k in of("add")}
+            tri = {f"w{w} b{b}": (lambda w=w, b=b: triton_add[(triton.cdiv(n, b),)](x, y, out, n, BLOCK=b, num_warps=w))
+                   for w, b in ((4, 512), (4, 1024), (4, 2048), (4, 4096), (8, 1024), (8, 2048), (8, 4096))}
+            compare(f"add f32 n=2^{log2n}", 3 * 4 * n, ours, tri, lambda: torch.add(x, y, out=out), exact(x + y, out),
+                    "torch" if log2n == 20 else "triton")
+            del x, y, out
 
-        def torch_add():
-            torch.add(x, y, out=out)
+    if "softmax" in only:
+        for m, n in ((4096, 4096), (32768, 1024)):
+            x, out = torch.randn(m, n, device="cuda"), torch.empty(m, n, device="cuda")
+            block = triton.next_power_of_2(n)
+            ours = {f"w{k.warps}": k.launcher(m, out, x, n, n, n) for k in of("softmax", rows=m, cols=n)}
+            tri = {f"w{w}": (lambda w=w: triton_softmax[(m,)](out, x, n, n, n, BLOCK=block, num_warps=w)) for w in (4, 8, 16)}
+            compare(f"softmax f32 {m}x{n}", 2 * 4 * m * n, ours, tri, lambda: torch.softmax(x, -1),
+                    close([torch.softmax(x, -1)], [out]), "triton" if n == 4096 else "torch")
+            del x, out
 
-        gbps = lambda ms: 3 * 4 * n / ms / 1e6
+    if "layernorm" in only:
+        m = n = 4096
+        x, y = torch.randn(m, n, device="cuda"), torch.empty(m, n, device="cuda")
+        w, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        mean, rstd = torch.empty(m, device="cuda"), torch.empty(m, device="cuda")
+        want = torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5)
+        ours = {f"w{k.warps}": k.launcher(m, x, y, w, b, mean, rstd, n, n, 1e-5) for k in of("layernorm", rows=m, cols=n)}
+        tri = {f"w{nw}": (lambda nw=nw: triton_layernorm[(m,)](x, y, w, b, mean, rstd, n, n, 1e-5, BLOCK=n, num_warps=nw))
+               for nw in (4, 8, 16)}
+        compare("layernorm fwd f32 4096x4096", 2 * 4 * m * n, ours, tri,
+                lambda: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5), close([want], [y]), "triton")
 
-        # Choose a config on rounds of its own, so that the figures compared below are not the
-        # lucky draws that chose it.
-        sel = {name: [] for name in launches}
-        for _ in range(args.select_rounds):
-            for name, launch in launches.items():
-                sel[name].append(timed(launch))
-        chosen = min(sel, key=lambda name: statistics.median(sel[name]))
-        print(f"add n=2^{log2n}: selection rounds " +
-              ", ".join(f"{name} {statistics.median(v) * 1e3:.2f} us" for name, v in sel.items()) + f"; chose {chosen}",
-              flush=True)
 
-        ours, theirs = [], []
-        for _ in range(args.rounds):
-            theirs.append(timed(torch_add))
-            ours.append(timed(launches[chosen]))
-        ratios = [t / o for o, t in zip(ours, theirs)]
-        print(f"add n=2^{log2n}: rounds (us) ours " + " ".join(f"{v * 1e3:.2f}" for v in ours) + " | torch " +
-              " ".join(f"{v * 1e3:.2f}" for v in theirs), flush=True)
-        mo, mt = statistics.median(ours), statistics.median(theirs)
-        print(f"add f32 n=2^{log2n} [{chosen}]  tiledsl {mo * 1e3:8.3f} us {gbps(mo):7.1f} GB/s   torch {mt * 1e3:8.3f} us "
-              f"{gbps(mt):7.1f} GB/s   ratio of medians {mt / mo:.3f}   median ratio per round {statistics.median(ratios):.3f}",
-              flush=True)
 
+ARGS = None
 
 if __name__ == "__main__":
     main()
