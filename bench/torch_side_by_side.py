@@ -18,7 +18,7 @@ with cuModuleLoadData (the driver's JIT, as the tiledsl runtime loads PTX) and l
 cuLaunchKernel through ctypes: the host path differs from the runtime's, the GPU time measured
 between the events does not.
 
-usage: torch_side_by_side.py DIR [--select-rounds 3] [--rounds 7] [--only add,softmax,layernorm]
+usage: torch_side_by_side.py DIR [--select-rounds 3] [--rounds 11] [--only add,softmax,layernorm]
 """
 import argparse
 import ctypes
@@ -185,7 +185,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
     ap.add_argument("--select-rounds", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--only", default="add,softmax,layernorm")
     global ARGS
     ARGS = ap.parse_args()
