@@ -51,7 +51,7 @@ double time_ms(const std::function<void()>& fn) {
 }
 
 // The median of `times` separate time_ms calls, each printed. At n = 2^20 the median of one call
-// lands in one of two levels about 8 % apart (7.6 or 8.2 us on the H200, for torch's add as for
+// lands in one of two levels about 8 % apart (7.7 or 8.4 us on the H200, for torch's add as for
 // ours, changing from call to call), so one call is a draw, not a measurement.
 double time_ms_repeated(const std::string& what, const std::function<void()>& fn, int times = 5) {
   std::vector<double> ms;
@@ -236,8 +236,8 @@ std::pair<double, std::string> best_config(const std::string& what, std::span<co
       chosen = {warps, block};
     }
   }
-  // The figure reported is fresh measurements of the chosen config: the fastest of several
-  // noisy medians would flatter it.
+  // The figure reported comes from fresh measurements of the chosen config: the fastest of
+  // several noisy medians would flatter it.
   double t = time_ms_repeated(what + " chosen " + fmt_config(chosen.first, chosen.second),
                               [&] { launch(chosen.first, chosen.second); });
   return {t, fmt_config(chosen.first, chosen.second)};
