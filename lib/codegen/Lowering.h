@@ -90,6 +90,11 @@ class Lowering {
     llvm::Value* pred = nullptr;
   };
   Owned owned(ir::Type type);
+  // The predicate of an access to an owned register: the owner test and `mask`, where each may
+  // be null (null when both are).
+  llvm::Value* owner_and(const Owned& o, llvm::Value* mask) {
+    return o.pred && mask ? b_.CreateAnd(o.pred, mask) : o.pred ? o.pred : mask;
+  }
 
   // --- Shared memory (Lower.cpp) ----------------------------------------------------------
   // The buffer of `op` in the kernel's dynamic shared memory, where passes::allocate_shared

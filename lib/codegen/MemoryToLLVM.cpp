@@ -189,11 +189,10 @@ void Lowering::lower_store(const ir::Op& op) {
   const Regs* mask = op.operands.size() > 2 ? &get(op.operands[2]) : nullptr;
   unsigned bytes = static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(et));
   Owned mine = owned(vt_ir);
-  std::set<int64_t> owned_regs(mine.regs.begin(), mine.regs.end());
-  for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
-    if (!owned_regs.count(static_cast<int64_t>(r))) continue;  // a replica of a register stored already
-    llvm::Value* pred = mask ? (*mask)[r] : nullptr;
-    if (mine.pred) pred = pred ? b_.CreateAnd(pred, mine.pred) : mine.pred;
+  for (int64_t r64 : mine.regs) {
+    if (r64 % vec) continue;  // inside a vector stored from its first register
+    size_t r = static_cast<size_t>(r64);
+    llvm::Value* pred = owner_and(mine, mask ? (*mask)[r] : nullptr);
     llvm::Value* v;
     if (vec > 1) {
       v = llvm::UndefValue::get(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec)));
@@ -249,8 +248,7 @@ Regs Lowering::lower_atomic(const ir::Op& op) {
   llvm::Value* zero = llvm::Constant::getNullValue(et);
   for (int64_t r64 : o.regs) {
     size_t r = static_cast<size_t>(r64);
-    llvm::Value* pred = o.pred;
-    if (mask) pred = pred ? b_.CreateAnd(pred, (*mask)[r]) : (*mask)[r];
+    llvm::Value* pred = owner_and(o, mask ? (*mask)[r] : nullptr);
     out[r] = predicated(pred, zero, [&]() -> llvm::Value* {
       if (cas) {
         auto* x = b_.CreateAtomicCmpXchg(ptrs[r], as_int((*cmps)[r]), as_int(vals[r]), align, order,
