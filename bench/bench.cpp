@@ -175,6 +175,13 @@ constexpr std::array<int, 3> kRowWarps = {4, 8, 16};
 constexpr std::array<std::pair<int, int>, 2> kSoftmaxShapes = {{{4096, 4096}, {32768, 1024}}};
 constexpr int kLayerNormRows = 4096, kLayerNormCols = 4096;
 
+// The one-row-per-program kernels' sweep: each of kRowWarps with the whole row in one block.
+std::vector<std::pair<int, int64_t>> row_configs(int64_t block) {
+  std::vector<std::pair<int, int64_t>> configs;
+  for (int warps : kRowWarps) configs.push_back({warps, block});
+  return configs;
+}
+
 int64_t next_pow2(int64_t n) {
   int64_t p = 1;
   while (p < n) p *= 2;
@@ -462,9 +469,7 @@ int main(int argc, char** argv) {
     auto x = tl::Tensor::randn({m, n}, 3), y = tl::Tensor::empty({m, n});
     int64_t block = next_pow2(n);
     auto launch = [&](int warps, int64_t) { softmax::softmax_kernel[m].options({.num_warps = warps})(y, x, n, n, n, block); };
-    std::vector<std::pair<int, int64_t>> configs;
-    for (int warps : kRowWarps) configs.push_back({warps, block});
-    auto [ms, config] = best_config("softmax", configs, launch);
+    auto [ms, config] = best_config("softmax", row_configs(block), launch);
     auto ys = y.to_host<float>();
     double row_sum = 0;
     for (int j = 0; j < n; ++j) row_sum += ys[static_cast<size_t>(m / 2) * n + j];
@@ -484,9 +489,7 @@ int main(int argc, char** argv) {
     auto launch = [&](int warps, int64_t block) {
       layernorm_kernel[m].options({.num_warps = warps})(x, y, w, b, mean, rstd, n, n, 1e-5f, block);
     };
-    std::vector<std::pair<int, int64_t>> configs;
-    for (int warps : kRowWarps) configs.push_back({warps, next_pow2(n)});
-    auto [ms, config] = best_config("layernorm", configs, launch);
+    auto [ms, config] = best_config("layernorm", row_configs(next_pow2(n)), launch);
     double bytes = 2.0 * m * n * 4;
     row("layernorm fwd f32 4096x4096 [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }
