@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <optional>
 #include <string>
 
 #include "codegen/Codegen.h"
@@ -106,9 +107,11 @@ int main(int argc, char** argv) {
     fs::path base = fs::path(o.out_dir) / o.name;
     std::ofstream(base.string() + ".ptx") << ptx;
 
-    // A cubin when an assembler is at hand; otherwise the driver JIT-compiles the embedded PTX.
+    // A cubin when an assembler is at hand (--ptxas when given, else nvJitLink where it is found,
+    // else ptxas from PATH or the toolkit); otherwise the driver JIT-compiles the embedded PTX.
     std::string cubin;
-    if (auto c = cuda::nvjitlink_compile(ptx, o.arch, traced_name)) {
+    std::optional<std::string> c;
+    if (o.ptxas.empty() && (c = cuda::nvjitlink_compile(ptx, o.arch, traced_name))) {
       cubin = *c;
     } else if (std::string ptxas = find_ptxas(o.ptxas); !ptxas.empty()) {
       std::string cmd = fmt::format("'{}' -arch={} '{}.ptx' -o '{}.cubin'", ptxas, o.arch, base.string(), base.string());

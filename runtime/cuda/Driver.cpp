@@ -35,30 +35,32 @@ Loaded load() {
   }
 #include "runtime/cuda/DriverApi.def"
 #undef TILEDSL_CU
-  // cuInit and the context take a few hundred milliseconds; LLVM's start-up runs beside them
-  // instead of inside the first kernel's compile. Joined before returning: no thread outlives
-  // this function.
-  std::thread warm_up([] { runtime::warm_up_compiler(); });
-  struct Join {
-    std::thread& t;
-    ~Join() { t.join(); }
-  } join{warm_up};
-  int count = 0;
-  CUdevice dev = 0;
-  CUcontext ctx = nullptr;
-  if (CUresult r = l.d.cuInit(0); r != 0) {
-    l.why = fmt::format("cuInit failed with error {}", r);
-    return l;
-  }
-  if (l.d.cuDeviceGetCount(&count) != 0 || count == 0) {
-    l.why = "no CUDA device found";
-    return l;
-  }
-  if (l.d.cuDeviceGet(&dev, 0) != 0 || l.d.cuDevicePrimaryCtxRetain(&ctx, dev) != 0 || l.d.cuCtxSetCurrent(ctx) != 0) {
-    l.why = "cannot create a context on CUDA device 0";
-    return l;
-  }
-  l.ok = true;
+  // cuInit and the context take about 200 ms of CPU time. Meanwhile the calling thread, which is
+  // the one likely to compile the first kernel, starts the compiler up: LLVM (target
+  // registration, pass registries, first touch of its code) and nvJitLink, whose memory pools are
+  // per thread (docs/benchmarks.md, run 16). Joined before returning: no thread outlives this
+  // function.
+  auto start = [](Loaded& l) {
+    int count = 0;
+    CUdevice dev = 0;
+    CUcontext ctx = nullptr;
+    if (CUresult r = l.d.cuInit(0); r != 0) {
+      l.why = fmt::format("cuInit failed with error {}", r);
+      return;
+    }
+    if (l.d.cuDeviceGetCount(&count) != 0 || count == 0) {
+      l.why = "no CUDA device found";
+      return;
+    }
+    if (l.d.cuDeviceGet(&dev, 0) != 0 || l.d.cuDevicePrimaryCtxRetain(&ctx, dev) != 0 || l.d.cuCtxSetCurrent(ctx) != 0) {
+      l.why = "cannot create a context on CUDA device 0";
+      return;
+    }
+    l.ok = true;
+  };
+  std::thread init([&] { start(l); });
+  runtime::warm_up_compiler();
+  init.join();
   return l;
 }
 

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +49,7 @@ GpuKernel::~GpuKernel() {
 namespace {
 // The toolkit's ptxas, for PTX -> cubin only when TILEDSL_PTXAS_PATH names it: measured on the
 // H200 (docs/benchmarks.md, run 7) a ptxas process took as long as the driver's JIT (about 20 ms
-// for a small kernel), so the driver stays the default and no child process is spawned unasked.
+// for a small kernel), so no child process is spawned unasked.
 const std::string& ptxas_path() {
   static const std::string path = [] {
     const char* e = std::getenv("TILEDSL_PTXAS_PATH");
@@ -121,6 +123,15 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
   k->num_warps = num_warps;
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  // Per-thread CPU time and minor page faults, for TILEDSL_PRINT_COMPILE_TIMES.
+  auto thread_stats = [] {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return std::pair<double, long>(ts.tv_sec * 1e3 + ts.tv_nsec / 1e6, u.ru_minflt);
+  };
+  auto s0 = thread_stats(), s1 = s0, s2 = s0;
   auto t0 = Clock::now();
   std::optional<CachedBinary> bin = cache_read(key);
   double compile_ms = 0, link_ms = 0;
@@ -130,20 +141,24 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
     auto t1 = Clock::now();
     GpuBinary fresh = compile_for_gpu(f, num_warps, num_stages, arch);
     compile_ms = ms_since(t1);
+    s1 = thread_stats();
     t1 = Clock::now();
-    // nvJitLink or ptxas when asked for (TILEDSL_NVJITLINK_PATH, TILEDSL_PTXAS_PATH), else the
-    // driver's JIT; a cubin the driver will not load (a toolkit newer than the driver) falls back
-    // to the JIT.
-    std::optional<std::string> cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name);
-    if (cubin) linker = "nvJitLink";
-    else if ((cubin = ptxas_compile(fresh.ptx, arch, f.name))) linker = "ptxas";
+    // ptxas when asked for (TILEDSL_PTXAS_PATH), else nvJitLink where it is found, else the
+    // driver's JIT. A cubin the driver will not load (from a toolkit newer than the driver) falls
+    // back to the JIT, and nvJitLink is not asked again.
+    static std::atomic<bool> nvjitlink_rejected{false};
+    std::optional<std::string> cubin = ptxas_compile(fresh.ptx, arch, f.name);
+    if (cubin) linker = "ptxas";
+    else if (!nvjitlink_rejected && (cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name))) linker = "nvJitLink";
     if (cubin && d->cuModuleLoadData(&k->module, cubin->data()) != 0) {
+      if (linker == std::string("nvJitLink")) nvjitlink_rejected = true;
       k->module = nullptr;
       cubin.reset();
     }
     if (!cubin) linker = "driver";
     bin = CachedBinary{fresh.entry, cubin ? *cubin : link_ptx(*d, fresh.ptx, f.name), fresh.shared_bytes};
     link_ms = ms_since(t1);
+    s2 = thread_stats();
     if (!k->module)
       cuda::check(d->cuModuleLoadData(&k->module, bin->binary.data()), "cuModuleLoadData",
                   fmt::format(" loading kernel '{}'", f.name));
@@ -151,9 +166,12 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
   }
   // TILEDSL_PRINT_COMPILE_TIMES: where a first launch's time goes.
   if (const char* e = std::getenv("TILEDSL_PRINT_COMPILE_TIMES"); e && *e && *e != '0')
-    std::fprintf(stderr, "tiledsl: kernel '%s' (%s, %d warps): %s, passes+LLVM+PTX %.2f ms, PTX->cubin (%s) %.2f ms, total %.2f ms\n",
+    std::fprintf(stderr,
+                 "tiledsl: kernel '%s' (%s, %d warps): %s, passes+LLVM+PTX %.2f ms (CPU %.2f ms, %ld page faults), "
+                 "PTX->cubin (%s) %.2f ms (CPU %.2f ms, %ld page faults), total %.2f ms\n",
                  f.name.c_str(), arch.c_str(), num_warps, compile_ms > 0 ? "compiled" : "from the disk cache", compile_ms,
-                 linker, link_ms, ms_since(t0));
+                 s1.first - s0.first, s1.second - s0.second, linker, link_ms, s2.first - s1.first, s2.second - s1.second,
+                 ms_since(t0));
   cuda::check(d->cuModuleGetFunction(&k->function, k->module, bin->entry.c_str()), "cuModuleGetFunction",
               fmt::format(" for kernel '{}' (entry {})", f.name, bin->entry));
   int static_shared = 0;

@@ -28,11 +28,12 @@ struct GpuBinary {
 GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch,
                           bool keep_stages = false);
 
-// Compiles a small kernel to PTX and throws the result away, so that LLVM's one-time start-up
-// (target registration, pass registries, first touch of its code) is not paid by the first real
-// kernel. The driver runs it on a second thread while cuInit creates the context, which takes
-// far longer (Driver.cpp); TILEDSL_WARM_COMPILER=0 turns it off. Nothing without codegen.
-// Whether it produced PTX.
+// Compiles a small kernel to PTX (and, where nvJitLink is in use, to a cubin) and throws the
+// result away, so that the compiler's one-time start-up (LLVM's target registration, pass
+// registries and first touch of its code; nvJitLink's library and per-thread pools) is not paid
+// by the first real kernel. The driver runs it on the calling thread while a second thread runs
+// cuInit, which takes far longer (Driver.cpp); TILEDSL_WARM_COMPILER=0 turns it off. Nothing
+// without codegen. Whether it produced PTX.
 bool warm_up_compiler();
 
 // Registers, spill bytes and shared memory of compiled PTX: from the driver when a GPU is

@@ -22,36 +22,55 @@ struct Api {
   int (*cubin)(Handle, void*) = nullptr;
   int (*error_log_size)(Handle, size_t*) = nullptr;
   int (*error_log)(Handle, char*) = nullptr;
-  std::string why;
+  std::string why, path;
   bool ok = false;
 };
 constexpr int kInputPtx = 2;  // NVJITLINK_INPUT_PTX
+}  // namespace
 
+std::vector<std::string> nvjitlink_candidates() {
+  if (const char* p = std::getenv("TILEDSL_NVJITLINK_PATH"); p && *p) {
+    if (std::string(p) == "0") return {};
+    return {p};
+  }
+  std::vector<std::string> dirs = {""};
+  if (const char* cuda = std::getenv("CUDA_HOME"); cuda && *cuda) dirs.push_back(std::string(cuda) + "/lib64/");
+  dirs.push_back("/usr/local/cuda/lib64/");
+  std::vector<std::string> libs;
+  for (const std::string& dir : dirs)
+    for (const char* name : {"libnvJitLink.so.13", "libnvJitLink.so.12"}) libs.push_back(dir + name);
+  return libs;
+}
+
+namespace {
 Api load() {
   Api a;
-  std::vector<std::pair<std::string, std::string>> candidates;  // (library, symbol suffix)
-  if (const char* p = std::getenv("TILEDSL_NVJITLINK_PATH"); p && *p) {
-    candidates.push_back({p, "_13_0"});
-    candidates.push_back({p, "_12_0"});
-  }
-  for (const auto& [lib, suffix] : candidates) {
+  for (const std::string& lib : nvjitlink_candidates()) {
     void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) continue;
-    auto sym = [&](const char* name) { return dlsym(h, (std::string("__") + name + suffix).c_str()); };
-    a.create = reinterpret_cast<decltype(a.create)>(sym("nvJitLinkCreate"));
-    a.destroy = reinterpret_cast<decltype(a.destroy)>(sym("nvJitLinkDestroy"));
-    a.add_data = reinterpret_cast<decltype(a.add_data)>(sym("nvJitLinkAddData"));
-    a.complete = reinterpret_cast<decltype(a.complete)>(sym("nvJitLinkComplete"));
-    a.cubin_size = reinterpret_cast<decltype(a.cubin_size)>(sym("nvJitLinkGetLinkedCubinSize"));
-    a.cubin = reinterpret_cast<decltype(a.cubin)>(sym("nvJitLinkGetLinkedCubin"));
-    a.error_log_size = reinterpret_cast<decltype(a.error_log_size)>(sym("nvJitLinkGetErrorLogSize"));
-    a.error_log = reinterpret_cast<decltype(a.error_log)>(sym("nvJitLinkGetErrorLog"));
-    if (a.create && a.destroy && a.add_data && a.complete && a.cubin_size && a.cubin && a.error_log_size && a.error_log) {
-      a.ok = true;
-      return a;
+    for (const char* suffix : {"_13_0", "_12_0"}) {
+      auto sym = [&](const char* name) { return dlsym(h, (std::string("__") + name + suffix).c_str()); };
+      a.create = reinterpret_cast<decltype(a.create)>(sym("nvJitLinkCreate"));
+      a.destroy = reinterpret_cast<decltype(a.destroy)>(sym("nvJitLinkDestroy"));
+      a.add_data = reinterpret_cast<decltype(a.add_data)>(sym("nvJitLinkAddData"));
+      a.complete = reinterpret_cast<decltype(a.complete)>(sym("nvJitLinkComplete"));
+      a.cubin_size = reinterpret_cast<decltype(a.cubin_size)>(sym("nvJitLinkGetLinkedCubinSize"));
+      a.cubin = reinterpret_cast<decltype(a.cubin)>(sym("nvJitLinkGetLinkedCubin"));
+      a.error_log_size = reinterpret_cast<decltype(a.error_log_size)>(sym("nvJitLinkGetErrorLogSize"));
+      a.error_log = reinterpret_cast<decltype(a.error_log)>(sym("nvJitLinkGetErrorLog"));
+      if (a.create && a.destroy && a.add_data && a.complete && a.cubin_size && a.cubin && a.error_log_size &&
+          a.error_log) {
+        a.ok = true;
+        a.path = lib;
+        return a;
+      }
     }
+    dlclose(h);
   }
-  a.why = "TILEDSL_NVJITLINK_PATH is not set, or names no usable libnvJitLink";
+  const char* p = std::getenv("TILEDSL_NVJITLINK_PATH");
+  a.why = p && std::string(p) == "0" ? "TILEDSL_NVJITLINK_PATH=0"
+          : p && *p                  ? fmt::format("TILEDSL_NVJITLINK_PATH ({}) names no usable libnvJitLink", p)
+                                     : "no libnvJitLink.so.13 or .12 on the loader's path, in CUDA_HOME or in /usr/local/cuda";
   return a;
 }
 
@@ -65,6 +84,8 @@ bool nvjitlink_available(std::string* why) {
   if (!api().ok && why) *why = api().why;
   return api().ok;
 }
+
+const std::string& nvjitlink_path() { return api().path; }
 
 std::optional<std::string> nvjitlink_compile(const std::string& ptx, const std::string& arch, const std::string& name) {
   const Api& a = api();
