@@ -25,6 +25,7 @@
 #include "runtime/Backend.h"
 #include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/Driver.h"
+#include "runtime/cuda/NvJitLink.h"
 
 namespace tl = tiledsl;
 namespace cu = tiledsl::cuda;
@@ -362,11 +363,20 @@ int main(int argc, char** argv) {
   }
 
   std::string why;
+  auto start = std::chrono::steady_clock::now();
   if (!tl::runtime::gpu_available(&why)) {
     std::printf("tiledsl-bench: no GPU (%s); nothing to measure\n", why.c_str());
     return 0;
   }
+  // The runtime's start-up (cuInit, the context, the compiler's warm-up beside them): paid once
+  // per process, before the first compile.
+  double start_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("tiledsl-bench on %s\n", cu::device_info().name.c_str());
+  std::printf("%-40s %10.3f ms\n", "runtime start-up", start_ms);
+  std::string no_nvjitlink;
+  std::printf("PTX -> cubin: %s\n", cu::nvjitlink_available(&no_nvjitlink)
+                                        ? ("nvJitLink, " + cu::nvjitlink_path()).c_str()
+                                        : ("the driver's JIT (" + no_nvjitlink + ")").c_str());
   struct Finish {  // the summary table (and CSV) however main returns
     const std::string& csv;
     ~Finish() {
