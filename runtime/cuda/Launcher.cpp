@@ -165,13 +165,17 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
     cache_write(key, *bin);
   }
   // TILEDSL_PRINT_COMPILE_TIMES: where a first launch's time goes.
-  if (const char* e = std::getenv("TILEDSL_PRINT_COMPILE_TIMES"); e && *e && *e != '0')
-    std::fprintf(stderr,
-                 "tiledsl: kernel '%s' (%s, %d warps): %s, passes+LLVM+PTX %.2f ms (CPU %.2f ms, %ld page faults), "
-                 "PTX->cubin (%s) %.2f ms (CPU %.2f ms, %ld page faults), total %.2f ms\n",
-                 f.name.c_str(), arch.c_str(), num_warps, compile_ms > 0 ? "compiled" : "from the disk cache", compile_ms,
-                 s1.first - s0.first, s1.second - s0.second, linker, link_ms, s2.first - s1.first, s2.second - s1.second,
-                 ms_since(t0));
+  if (const char* e = std::getenv("TILEDSL_PRINT_COMPILE_TIMES"); e && *e && *e != '0') {
+    if (compile_ms > 0)
+      std::fprintf(stderr,
+                   "tiledsl: kernel '%s' (%s, %d warps): compiled, passes+LLVM+PTX %.2f ms (CPU %.2f ms, %ld page faults), "
+                   "PTX->cubin (%s) %.2f ms (CPU %.2f ms, %ld page faults), total %.2f ms\n",
+                   f.name.c_str(), arch.c_str(), num_warps, compile_ms, s1.first - s0.first, s1.second - s0.second, linker,
+                   link_ms, s2.first - s1.first, s2.second - s1.second, ms_since(t0));
+    else
+      std::fprintf(stderr, "tiledsl: kernel '%s' (%s, %d warps): from the disk cache, total %.2f ms\n", f.name.c_str(),
+                   arch.c_str(), num_warps, ms_since(t0));
+  }
   cuda::check(d->cuModuleGetFunction(&k->function, k->module, bin->entry.c_str()), "cuModuleGetFunction",
               fmt::format(" for kernel '{}' (entry {})", f.name, bin->entry));
   int static_shared = 0;
