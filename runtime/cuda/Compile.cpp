@@ -59,9 +59,10 @@ GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, 
 
 bool warm_up_compiler() {
   if (const char* e = std::getenv("TILEDSL_WARM_COMPILER"); e && std::string(e) == "0") return false;
-  // A masked vector copy: loads, stores, index arithmetic, the whole pipeline and the NVPTX
-  // backend, in about as much time as vector add takes to compile.
-  static const char* kWarmUp = R"(kernel @tiledsl_warm_up(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}, %n: i32) {
+  // A masked vector copy: loads, stores (16-byte vectors: n is divisible by 16), index
+  // arithmetic, the whole pipeline and the NVPTX backend, in about as much time as vector add
+  // takes to compile.
+  static const char* kWarmUp = R"(kernel @tiledsl_warm_up(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}, %n: i32 {divisibility = 16}) {
   %0 = program_id() {axis = 0} : i32
   %1 = arange() {end = 256, start = 0} : tile<256xi32>
   %2 = constant() {value = 256} : i32
