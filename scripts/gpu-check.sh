@@ -76,12 +76,13 @@ fi
 export TILEDSL_CACHE_DIR="$work/cache"  # empty: the first launch is a cold compile
 (cd "$work" && TILEDSL_PRINT_AUTOTUNING=1 TILEDSL_PRINT_COMPILE_TIMES=1 timeout 300 "$bin/tiledsl-bench" --csv="$logs/bench.csv") 2>&1 | tee "$logs/bench.log"
 (cd "$work" && TILEDSL_PRINT_COMPILE_TIMES=1 "$bin/tiledsl-bench" first-launch) 2>&1 | sed 's/^/warm start (disk cache): /' | tee -a "$logs/bench.log"
-# Cold starts are noisy: seven fresh processes per variant, each with an empty cache, the
-# variants interleaved: the default (the compiler, nvJitLink included, started up beside cuInit);
-# the driver's JIT instead of nvJitLink (TILEDSL_NVJITLINK_PATH=0); no start-up beside cuInit
-# (TILEDSL_WARM_COMPILER=0). Medians in the summary.
+# Cold starts are noisy: cold_runs (odd) fresh processes per variant, each with an empty cache,
+# the variants interleaved: the default (the compiler, nvJitLink included, started up beside
+# cuInit); the driver's JIT instead of nvJitLink (TILEDSL_NVJITLINK_PATH=0); no start-up beside
+# cuInit (TILEDSL_WARM_COMPILER=0). Medians in the summary.
 variants=("default" "TILEDSL_NVJITLINK_PATH=0" "TILEDSL_WARM_COMPILER=0")
-for i in 1 2 3 4 5 6 7; do
+cold_runs=7
+for i in $(seq "$cold_runs"); do
   for v in "${variants[@]}"; do
     (cd "$work" && env ${v/default/} TILEDSL_CACHE_DIR=$(mktemp -d) TILEDSL_PRINT_COMPILE_TIMES=1 "$bin/tiledsl-bench" cold) 2>&1 |
       sed "s/^/cold start, $v, run $i: /" | tee -a "$logs/cold.log"
@@ -89,8 +90,8 @@ for i in 1 2 3 4 5 6 7; do
 done
 for v in "${variants[@]}"; do
   for what in add attention; do
-    med=$(grep -F "cold start, $v, run" "$logs/cold.log" | grep -E "cold compile \+ first launch, $what +[0-9.]+ ms$" | awk '{print $(NF-1)}' | sort -g | sed -n 4p)
-    summary+=("cold compile + first launch, $what, median of 7 processes ($v): $med ms")
+    med=$(grep -F "cold start, $v, run" "$logs/cold.log" | grep -E "cold compile \+ first launch, $what +[0-9.]+ ms$" | awk '{print $(NF-1)}' | sort -g | sed -n "$(((cold_runs + 1) / 2))p")
+    summary+=("cold compile + first launch, $what, median of $cold_runs processes ($v): $med ms")
   done
 done
 fi
