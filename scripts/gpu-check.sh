@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over what scripts/build-gpu.sh staged in .device/: the examples and
 # the op tests on the GPU, the benchmarks, the Triton/torch reference harness when .ref/ holds
-# it, and compute-sanitizer over the examples. Full logs go to $1 (default $OUT or ./gpu-logs);
-# a short summary is printed last. GPU_CHECK_SKIP names steps to leave out, to fit a call's time
-# limit (any of: examples ops aot sanitizer anchors bench side-by-side).
+# it, and compute-sanitizer (memcheck, racecheck, synccheck) over the examples. Full logs go to
+# $1 (default $OUT or ./gpu-logs); a short summary is printed last. GPU_CHECK_SKIP names steps
+# to leave out, to fit a call's time limit (any of: examples ops aot sanitizer anchors bench
+# side-by-side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-${OUT:-gpu-logs}}
@@ -45,11 +46,15 @@ test/aot-test.sh "$bin/tiledsl-aot" "$PWD" run 2>&1 | tee "$logs/aot.log"
 summary+=("AOT: $(tail -1 "$logs/aot.log")")
 fi
 
+# memcheck (out-of-bounds and misaligned accesses), racecheck (shared-memory hazards: a barrier
+# codegen left out) and synccheck (barriers not reached by every thread).
 echo "== compute-sanitizer"
 if ! skip sanitizer && command -v compute-sanitizer >/dev/null; then
-  for ex in "$bin"/example-*; do
-    (cd "$work" && timeout 90 compute-sanitizer --tool memcheck "$ex") >>"$logs/sanitizer.log" 2>&1
-    summary+=("compute-sanitizer $(basename "$ex"): $(tail -1 "$logs/sanitizer.log")")
+  for tool in memcheck racecheck synccheck; do
+    for ex in "$bin"/example-*; do
+      (cd "$work" && timeout 120 compute-sanitizer --tool "$tool" "$ex") >>"$logs/sanitizer-$tool.log" 2>&1
+      summary+=("compute-sanitizer $tool $(basename "$ex"): $(tail -1 "$logs/sanitizer-$tool.log")")
+    done
   done
 fi
 
