@@ -32,13 +32,7 @@ void Lowering::lower_for(const ir::Op& op) {
   b_.CreateCondBr(uns ? b_.CreateICmpULT(iv, hi) : b_.CreateICmpSLT(iv, hi), loop, exit);
   b_.SetInsertPoint(loop);
   vals_[body.args[0].get()] = {iv};
-  // The body also follows its own previous iteration, and the exit either the body or the code
-  // before the loop: where the body uses shared memory, any of it may be busy at both.
-  bool body_uses_shared = false;
-  ir::walk(body, [&](const ir::Op* o) { body_uses_shared |= o->has_attr("smem_offset"); });
-  if (body_uses_shared) mark_all_smem_busy();
   auto yielded = block(body);
-  if (body_uses_shared) mark_all_smem_busy();
   llvm::Value* next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   b_.CreateBr(header);
@@ -56,17 +50,12 @@ void Lowering::lower_if(const ir::Op& op) {
   std::vector<Regs> out[2];
   llvm::BasicBlock* ends[2];
   llvm::BasicBlock* starts[2] = {then_bb, else_bb};
-  const SmemRanges before = smem_busy_;
-  SmemRanges after;
   for (int k = 0; k < 2; ++k) {
     b_.SetInsertPoint(starts[k]);
-    smem_busy_ = before;
     out[k] = block(*op.regions[static_cast<size_t>(k)]);
-    after.insert(after.end(), smem_busy_.begin(), smem_busy_.end());
     ends[k] = b_.GetInsertBlock();
     b_.CreateBr(join);
   }
-  smem_busy_ = after;
   b_.SetInsertPoint(join);
   for (size_t i = 0; i < op.results.size(); ++i) {
     Regs regs;

@@ -130,12 +130,7 @@ llvm::Value* Lowering::shared(const ir::Op& op, int64_t bytes) {
                 "codegen: ", op.name(), " uses shared memory but allocate-shared gave it none (run the pipeline)");
   TILEDSL_CHECK(bytes <= op.attr_int("smem_bytes"), "codegen: ", op.name(), " needs ", bytes,
                 " bytes of shared memory; allocate-shared reserved ", op.attr_int("smem_bytes"));
-  int64_t begin = op.attr_int("smem_offset"), end = begin + op.attr_int("smem_bytes");
-  for (auto [b, e] : smem_busy_)
-    if (b < end && begin < e) {
-      barrier();
-      break;
-    }
+  barrier();
   return b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(op.attr_int("smem_offset"))));
 }
 
@@ -182,15 +177,6 @@ std::vector<Regs> Lowering::block(const ir::Block& blk) {
 }
 
 void Lowering::lower(const ir::Op& op) {
-  lower_op(op);
-  // The op's threads read its buffer after its last barrier: busy until the next barrier.
-  if (op.has_attr("smem_offset")) {
-    int64_t begin = op.attr_int("smem_offset");
-    smem_busy_.emplace_back(begin, begin + op.attr_int("smem_bytes"));
-  }
-}
-
-void Lowering::lower_op(const ir::Op& op) {
   switch (op.kind) {
     case OpKind::For: return lower_for(op);
     case OpKind::If: return lower_if(op);

@@ -9,7 +9,6 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
 #include <functional>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -99,22 +98,10 @@ class Lowering {
 
   // --- Shared memory (Lower.cpp) ----------------------------------------------------------
   // The buffer of `op` in the kernel's dynamic shared memory, where passes::allocate_shared
-  // placed it (smem_offset); `bytes` is what the lowering needs, checked against what the pass
-  // reserved. A barrier comes first when some thread may still be reading those bytes for an
-  // earlier op (smem_busy_ overlaps them).
+  // placed it (smem_offset), after a barrier (earlier users of those bytes are done); `bytes`
+  // is what the lowering needs, checked against what the pass reserved.
   llvm::Value* shared(const ir::Op& op, int64_t bytes);
-  void barrier() {
-    intrinsic(llvm::Intrinsic::nvvm_barrier0, {});
-    smem_busy_.clear();
-  }
-  // Shared-memory byte ranges [begin, end) that threads may have accessed since the last
-  // barrier. Every op that uses shared memory writes, waits at a barrier and then reads, so
-  // after it only its own buffer is busy; a later op whose buffer lies elsewhere needs no
-  // barrier before writing. Control flow joins the states of its paths (mark_all_smem_busy
-  // where the paths are not followed).
-  using SmemRanges = std::vector<std::pair<int64_t, int64_t>>;
-  SmemRanges smem_busy_;
-  void mark_all_smem_busy() { smem_busy_ = {{0, std::numeric_limits<int64_t>::max()}}; }
+  void barrier() { intrinsic(llvm::Intrinsic::nvvm_barrier0, {}); }
   void finish_shared_memory();
   llvm::Value* to_memory(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
   llvm::Value* from_memory(llvm::Value* v, ir::Type t) {
@@ -128,7 +115,6 @@ class Lowering {
   // Lowers the ops of `blk` up to its yield; returns the yielded values.
   std::vector<Regs> block(const ir::Block& blk);
   void lower(const ir::Op& op);
-  void lower_op(const ir::Op& op);
   Regs value_op(const ir::Op& op);
   void annotate();
 

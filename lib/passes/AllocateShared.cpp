@@ -89,10 +89,20 @@ struct Buffer {
   int64_t first, last;  // live range, in program-order op numbers
   int64_t offset = 0;
 };
+}  // namespace
 
-// Places every buffer: largest first, each at the lowest offset clear of the buffers already
-// placed that are live at the same time. Returns the bytes used in all.
-int64_t place(std::vector<Buffer>& buffers) {
+void allocate_shared(ir::Function& f) {
+  std::vector<Buffer> buffers;
+  int64_t position = 0;
+  ir::walk(f.body, [&](const Op* op) {
+    int64_t n = position++;
+    Op* mut = const_cast<Op*>(op);
+    mut->attrs.erase("smem_offset");
+    mut->attrs.erase("smem_bytes");
+    if (int64_t bytes = scratch_bytes(*op)) buffers.push_back({mut, round_up(bytes), n, n});
+  });
+  // Largest first, each at the lowest offset clear of the buffers already placed that are
+  // live at the same time.
   std::vector<Buffer*> order;
   for (auto& b : buffers) order.push_back(&b);
   std::stable_sort(order.begin(), order.end(), [](const Buffer* a, const Buffer* b) { return a->bytes > b->bytes; });
@@ -111,38 +121,6 @@ int64_t place(std::vector<Buffer>& buffers) {
     b->offset = at;
     placed.push_back(b);
     total = std::max(total, at + b->bytes);
-  }
-  return total;
-}
-
-// Up to this many bytes in all, a kernel's buffers may grow so that neighbours do not overlap.
-constexpr int64_t kSeparationBudget = 2048;
-}  // namespace
-
-void allocate_shared(ir::Function& f) {
-  std::vector<Buffer> buffers;
-  int64_t position = 0;
-  ir::walk(f.body, [&](const Op* op) {
-    int64_t n = position++;
-    Op* mut = const_cast<Op*>(op);
-    mut->attrs.erase("smem_offset");
-    mut->attrs.erase("smem_bytes");
-    if (int64_t bytes = scratch_bytes(*op)) buffers.push_back({mut, round_up(bytes), n, n});
-  });
-  int64_t total = place(buffers);
-  // Codegen puts a barrier before an op's buffer only when it overlaps the buffer of the op
-  // before it (whose threads may still be reading): each buffer kept live until the next one
-  // starts gets a place of its own and drops that barrier (softmax's and layer norm's second
-  // reduction). Taken when it costs no shared memory or the total stays within
-  // kSeparationBudget.
-  if (buffers.size() > 1) {
-    std::vector<Buffer> apart = buffers;
-    for (size_t i = 0; i + 1 < apart.size(); ++i) apart[i].last = apart[i + 1].first;
-    int64_t apart_total = place(apart);
-    if (apart_total <= std::max(total, kSeparationBudget)) {
-      buffers = std::move(apart);
-      total = apart_total;
-    }
   }
   for (const auto& b : buffers) {
     b.op->attrs["smem_offset"] = b.offset;
