@@ -151,7 +151,13 @@ def compare(title, nbytes, ours, triton_configs, torch_fn, check, target):
         print(f"{title}: {k} rounds (us) " + " ".join(f"{t * 1e3:.2f}" for t in v), flush=True)
     gbps = lambda ms: nbytes / ms / 1e6
     med = {k: statistics.median(v) for k, v in rounds.items()}
-    ratio = {ref: statistics.median([r / o for o, r in zip(rounds["tiledsl"], rounds[ref])]) for ref in ("triton", "torch")}
+    per_round = {ref: [r / o for o, r in zip(rounds["tiledsl"], rounds[ref])] for ref in ("triton", "torch")}
+    ratio = {ref: statistics.median(v) for ref, v in per_round.items()}
+    # How far the median can be trusted: the spread of the per-round ratios, and in how many
+    # rounds ours was the faster (near parity, about half of them).
+    for ref, v in per_round.items():
+        print(f"{title}: per-round ratio to {ref}: min {min(v):.3f}, max {max(v):.3f}; "
+              f"ours faster in {sum(x > 1 for x in v)} of {len(v)} rounds", flush=True)
     line = (f"side-by-side {title} [ours {our_cfg}, triton {tri_cfg}]: tiledsl {gbps(med['tiledsl']):7.1f} GB/s, "
             f"triton {gbps(med['triton']):7.1f}, torch {gbps(med['torch']):7.1f}; "
             f"ratio to triton {ratio['triton']:.3f}, to torch {ratio['torch']:.3f}; "
