@@ -200,7 +200,7 @@ int export_kernels(const std::string& dir) {
   auto emit = [&](const std::string& file, const std::string& ir_text, int warps, const std::string& fields) {
     auto f = tiledsl::ir::parse(ir_text);
     f->number_values();
-    auto bin = tiledsl::runtime::compile_for_gpu(*f, warps, 3, tiledsl::runtime::target_arch());
+    auto bin = tiledsl::runtime::compile_for_gpu(*f, {.num_warps = warps}, tiledsl::runtime::target_arch());
     std::ofstream(dir + "/" + file) << bin.ptx;
     manifest << "{\"file\": \"" << file << "\", \"entry\": \"" << bin.entry << "\", \"num_warps\": " << warps
              << ", \"shared_bytes\": " << bin.shared_bytes << ", " << fields << "}\n";
@@ -416,7 +416,7 @@ int main(int argc, char** argv) {
       // The floor: the same kernel through cuLaunchKernel alone, to show what tiledsl adds.
       auto f = tiledsl::ir::parse(cold.ir(x, y, o, 1024, 1024));
       f->number_values();
-      auto gk = tiledsl::runtime::load_gpu_kernel(*f, 4, 3);
+      auto gk = tiledsl::runtime::load_gpu_kernel(*f, {});
       std::array<tiledsl::runtime::GpuArg, 4> raw{{{reinterpret_cast<uintptr_t>(x.data_ptr())},
                                                    {reinterpret_cast<uintptr_t>(y.data_ptr())},
                                                    {reinterpret_cast<uintptr_t>(o.data_ptr())},

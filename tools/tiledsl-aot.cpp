@@ -28,12 +28,13 @@ namespace {
 struct Options {
   std::string input, out_dir = ".", name, arch = "sm_90", ptxas;
   int num_warps = 4, num_stages = 3;
+  bool fp_fusion = true;
 };
 
 [[noreturn]] void usage(const std::string& error = "") {
   if (!error.empty()) std::cerr << "tiledsl-aot: " << error << "\n";
   std::cerr << "usage: tiledsl-aot [--arch=sm_80|sm_90] [--num-warps=N] [--num-stages=N] [--name=NAME]\n"
-               "                   [--out-dir=DIR] [--ptxas=PATH] kernel.tir\n";
+               "                   [--out-dir=DIR] [--ptxas=PATH] [--no-fp-fusion] kernel.tir\n";
   std::exit(2);
 }
 
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--name=", 0) == 0) o.name = value("--name=");
     else if (a.rfind("--out-dir=", 0) == 0) o.out_dir = value("--out-dir=");
     else if (a.rfind("--ptxas=", 0) == 0) o.ptxas = value("--ptxas=");
+    else if (a == "--no-fp-fusion") o.fp_fusion = false;
     else if (a == "-h" || a == "--help") usage();
     else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
     else o.input = a;
@@ -100,6 +102,7 @@ int main(int argc, char** argv) {
     codegen::CompileOptions copts;
     copts.arch = o.arch;
     copts.num_warps = o.num_warps;
+    copts.fp_fusion = o.fp_fusion;
     std::string ptx = codegen::compile_to_ptx(*f, copts);
     // Dynamic shared memory the kernel launches with (passes::allocate_shared's arena).
     int64_t shared_bytes = codegen::dynamic_shared_bytes(*f);

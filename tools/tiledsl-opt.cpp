@@ -26,14 +26,15 @@ const char* kUsage =
     "  --num-warps=N      warps per program for layouts and codegen (default 4)\n"
     "  --emit=llvm|ptx    run the pass pipeline and print LLVM IR (after O3) or PTX\n"
     "  --arch=sm_80|sm_90 the GPU to compile for (default sm_80)\n"
-    "  --O0               skip LLVM's O3 pipeline (readable --emit=llvm)\n";
+    "  --O0               skip LLVM's O3 pipeline (readable --emit=llvm)\n"
+    "  --no-fp-fusion     round every multiply and add on its own (no fma contraction)\n";
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string path, emit, arch = "sm_80";
-  bool locations = true, verify = true, optimize = true;
+  bool locations = true, verify = true, optimize = true, fp_fusion = true;
   std::vector<const tiledsl::passes::PassInfo*> passes;
   int num_warps = 4;
   for (int i = 1; i < argc; ++i) {
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     else if (a == "--O0") optimize = false;
+    else if (a == "--no-fp-fusion") fp_fusion = false;
     else if (starts_with(a, "--num-warps=")) num_warps = std::stoi(a.substr(12));
     else if (starts_with(a, "--emit=")) emit = a.substr(7);
     else if (starts_with(a, "--arch=")) arch = a.substr(7);
@@ -84,7 +86,7 @@ int main(int argc, char** argv) {
     if (!emit.empty()) {
 #ifdef TILEDSL_ENABLE_CODEGEN
       tiledsl::passes::run_pipeline(*f, {num_warps, {}});
-      tiledsl::codegen::CompileOptions opts{arch, num_warps, optimize};
+      tiledsl::codegen::CompileOptions opts{arch, num_warps, optimize, fp_fusion};
       std::cout << (emit == "llvm" ? tiledsl::codegen::emit_llvm_ir(*f, opts) : tiledsl::codegen::compile_to_ptx(*f, opts));
       return 0;
 #else

@@ -144,10 +144,18 @@ Grid grid(F f, TILEDSL_LOC) {
   return Grid(std::move(f), loc);
 }
 
+// The default of LaunchOptions::enable_fp_fusion: TILEDSL_DEFAULT_FP_FUSION=0 turns it off
+// (read once), else on.
+bool default_fp_fusion();
+
 struct LaunchOptions {
   int num_warps = 4;
   int num_stages = 3;
   void* stream = nullptr;  // a CUDA stream on the GPU backend
+  // On the GPU, a * b + c may be computed as one fma, rounded once (Triton's enable_fp_fusion,
+  // on by default as there). The interpreter rounds the multiply and the add each on its own, so
+  // with fusion on, results may differ from the interpreter's in the last bit.
+  bool enable_fp_fusion = default_fp_fusion();
 };
 
 class Kernel;
@@ -174,6 +182,7 @@ class Launch {
 struct CompiledKernel {
   std::string name, arch;
   int num_warps = 4, num_stages = 3;
+  bool enable_fp_fusion = true;
   std::string traced_ir;                                          // before any pass
   std::vector<std::pair<std::string, std::string>> ir_after_pass;  // (pass, IR), in pipeline order
   std::string llvm_ir, ptx;

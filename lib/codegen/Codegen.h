@@ -12,6 +12,9 @@ struct CompileOptions {
   std::string arch = "sm_80";  // sm_80 or sm_90 (sm_90a accepted)
   int num_warps = 4;
   bool optimize = true;  // O3; off leaves the lowering's IR as it is (for reading dumps)
+  // Floating-point contraction (Triton's enable_fp_fusion): a * b + c may become one fma,
+  // rounded once. Off, every multiply and add is rounded on its own, as the interpreter does.
+  bool fp_fusion = true;
 };
 
 // The kernel as textual LLVM IR (after optimisation at O3), for dumps and tests. `f` must

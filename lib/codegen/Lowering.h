@@ -40,7 +40,11 @@ class Lowering {
  public:
   Lowering(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts)
       : f_(f), ctx_(ctx), opts_(opts), mod_(std::make_unique<llvm::Module>(f.name, ctx)), b_(ctx),
-        axes_(passes::analyze_axes(f)) {}
+        axes_(passes::analyze_axes(f)) {
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(opts.fp_fusion);
+    b_.setFastMathFlags(fmf);
+  }
 
   std::unique_ptr<llvm::Module> run();
 

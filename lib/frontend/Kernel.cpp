@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <mutex>
 #include <set>
 
@@ -26,8 +27,8 @@ namespace detail {
 // One traced specialisation.
 struct Specialization {
   std::unique_ptr<ir::Function> fn;
-  // Loaded GPU kernels by (num_warps, num_stages).
-  std::map<std::pair<int, int>, std::shared_ptr<runtime::GpuKernel>> gpu;
+  // Loaded GPU kernels by (num_warps, num_stages, enable_fp_fusion).
+  std::map<std::tuple<int, int, bool>, std::shared_ptr<runtime::GpuKernel>> gpu;
   std::set<int> dumped_warps;  // TILEDSL_DUMP_DIR files written
 };
 
@@ -201,18 +202,19 @@ detail::Specialization* specialise(KernelImpl& k, std::span<const LaunchArg> arg
 }  // namespace
 
 namespace {
-// The GPU path: compile and load once per (specialisation, num_warps, num_stages), then pack
-// the arguments into fixed storage and launch.
-// The loaded kernel for (specialisation, num_warps, num_stages), compiling it on first use. The
+// The GPU path: compile and load once per (specialisation, launch options that change the
+// code), then pack the arguments into fixed storage and launch.
+// The loaded kernel for (specialisation, num_warps, num_stages, enable_fp_fusion), compiling it
+// on first use. The
 // compile runs outside the kernel's lock, so different configurations compile at once (the
 // autotuner does so); two threads racing on one configuration compile it twice and keep one.
 const runtime::GpuKernel* gpu_kernel(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o) {
-  const std::pair<int, int> key{o.num_warps, o.num_stages};
+  const std::tuple<int, int, bool> key{o.num_warps, o.num_stages, o.enable_fp_fusion};
   {
     std::lock_guard lock(k.mu);
     if (auto it = spec.gpu.find(key); it != spec.gpu.end()) return it->second.get();
   }
-  auto fresh = runtime::load_gpu_kernel(*spec.fn, o.num_warps, o.num_stages);
+  auto fresh = runtime::load_gpu_kernel(*spec.fn, {o.num_warps, o.num_stages, o.enable_fp_fusion});
   std::lock_guard lock(k.mu);
   auto& slot = spec.gpu[key];
   if (!slot) slot = std::move(fresh);
@@ -241,6 +243,14 @@ void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions
   runtime::launch_gpu_kernel(*gk, std::span(packed.data(), n), {grid.x, grid.y, grid.z}, o.stream);
 }
 }  // namespace
+
+bool default_fp_fusion() {
+  static const bool on = [] {
+    const char* e = std::getenv("TILEDSL_DEFAULT_FP_FUSION");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return on;
+}
 
 int64_t Meta::operator[](std::string_view name) const {
   for (size_t i = 0; i < k_.params.size(); ++i)
@@ -328,8 +338,10 @@ CompiledKernel Kernel::compile_for(const LaunchOptions& o, std::span<const Launc
   c.arch = runtime::target_arch();
   c.num_warps = o.num_warps;
   c.num_stages = o.num_stages;
+  c.enable_fp_fusion = o.enable_fp_fusion;
   c.traced_ir = ir::print(f);
-  runtime::GpuBinary bin = runtime::compile_for_gpu(f, o.num_warps, o.num_stages, c.arch, /*keep_stages=*/true);
+  runtime::GpuBinary bin =
+      runtime::compile_for_gpu(f, {o.num_warps, o.num_stages, o.enable_fp_fusion}, c.arch, /*keep_stages=*/true);
   c.ir_after_pass = std::move(bin.ir_after_pass);
   c.llvm_ir = std::move(bin.llvm_ir);
   c.ptx = bin.ptx;

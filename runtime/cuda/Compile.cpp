@@ -25,13 +25,14 @@ void dump(const std::string& stem, const std::string& suffix, const std::string&
 }
 }  // namespace
 
-GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch,
+GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, const std::string& arch,
                           bool keep_stages) {
+  const int num_warps = o.num_warps, num_stages = o.num_stages;
   // The traced IR stays as the interpreter runs it; the passes rewrite a copy (a print/parse
   // round trip is an exact deep copy).
   std::string traced = ir::print(f);
   auto copy = ir::parse(traced);
-  std::string stem = fmt::format("{}-w{}-s{}-{}", f.name, num_warps, num_stages, arch);
+  std::string stem = fmt::format("{}-w{}-s{}{}-{}", f.name, num_warps, num_stages, o.fp_fusion ? "" : "-nofusion", arch);
   int step = 0;
   GpuBinary bin;
   passes::PipelineOptions opts;
@@ -46,6 +47,7 @@ GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, 
   codegen::CompileOptions copts;
   copts.arch = arch;
   copts.num_warps = num_warps;
+  copts.fp_fusion = o.fp_fusion;
   if (keep_stages || std::getenv("TILEDSL_DUMP_DIR")) {
     bin.llvm_ir = codegen::emit_llvm_ir(*copy, copts);
     dump(stem, ".ll", bin.llvm_ir);

@@ -15,7 +15,7 @@ namespace tiledsl::runtime {
 namespace {
 constexpr char kMagic[8] = {'T', 'L', 'C', 'A', 'C', 'H', 'E', '2'};
 // Part of every key: a new compiler version must not load an old binary.
-constexpr const char* kCompilerVersion = "tiledsl 0.2.0 / LLVM 19 NVPTX";
+constexpr const char* kCompilerVersion = "tiledsl 0.3.0 / LLVM 19 NVPTX";
 
 uint64_t fnv1a(const std::string& s, uint64_t h) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -36,8 +36,10 @@ std::string cache_dir() {
   return "/tmp/tiledsl-cache";
 }
 
-std::string cache_key(const std::string& ir_text, const std::string& target, int num_warps, int num_stages) {
-  std::string all = fmt::format("{}\n{}\nwarps={} stages={}\n{}", kCompilerVersion, target, num_warps, num_stages, ir_text);
+std::string cache_key(const std::string& ir_text, const std::string& target, int num_warps, int num_stages,
+                      bool fp_fusion) {
+  std::string all = fmt::format("{}\n{}\nwarps={} stages={} fp_fusion={}\n{}", kCompilerVersion, target, num_warps,
+                                num_stages, fp_fusion, ir_text);
   // Two independent 64-bit hashes (different offset bases) make an accidental collision negligible.
   return fmt::format("{:016x}{:016x}", fnv1a(all, 1469598103934665603ull), fnv1a(all, 0x84222325cbf29ce4ull));
 }

@@ -16,7 +16,8 @@ struct CachedBinary {
 };
 
 // A 128-bit hash of everything that decides the binary, as 32 hex digits.
-std::string cache_key(const std::string& ir_text, const std::string& target, int num_warps, int num_stages);
+std::string cache_key(const std::string& ir_text, const std::string& target, int num_warps, int num_stages,
+                      bool fp_fusion = true);
 
 // The entry for `key`, or nothing when it is absent, corrupt, or TILEDSL_ALWAYS_COMPILE is set.
 std::optional<CachedBinary> cache_read(const std::string& key);

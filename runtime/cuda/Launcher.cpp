@@ -27,7 +27,7 @@ extern char** environ;
 namespace tiledsl::runtime {
 
 #ifndef TILEDSL_HAS_CODEGEN
-GpuBinary compile_for_gpu(const ir::Function& f, int, int, const std::string&, bool) {
+GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions&, const std::string&, bool) {
   throw Error(fmt::format("kernel '{}': this build of tiledsl has no GPU code generation (configure with LLVM 19 "
                           "and TILEDSL_ENABLE_CODEGEN=ON)", f.name));
 }
@@ -112,12 +112,13 @@ std::string link_ptx(const cuda::Driver& d, const std::string& ptx, const std::s
 }
 }  // namespace
 
-std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps, int num_stages) {
+std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompileOptions& o) {
+  const int num_warps = o.num_warps, num_stages = o.num_stages;
   std::string why;
   const cuda::Driver* d = cuda::driver(&why);
   if (!d) throw Error(fmt::format("kernel '{}': cannot run on the GPU: {}", f.name, why));
   const std::string arch = target_arch();
-  const std::string key = cache_key(ir::print(f), arch, num_warps, num_stages);
+  const std::string key = cache_key(ir::print(f), arch, num_warps, num_stages, o.fp_fusion);
   auto k = std::make_shared<GpuKernel>();
   k->name = f.name;
   k->num_warps = num_warps;
@@ -139,7 +140,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps,
   if (!bin || d->cuModuleLoadData(&k->module, bin->binary.data()) != 0) {
     k->module = nullptr;
     auto t1 = Clock::now();
-    GpuBinary fresh = compile_for_gpu(f, num_warps, num_stages, arch);
+    GpuBinary fresh = compile_for_gpu(f, o, arch);
     compile_ms = ms_since(t1);
     s1 = thread_stats();
     t1 = Clock::now();

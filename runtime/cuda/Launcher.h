@@ -24,8 +24,15 @@ struct GpuBinary {
   std::string llvm_ir;
 };
 
+// The launch options that change the machine code (tl::LaunchOptions less the stream).
+struct GpuCompileOptions {
+  int num_warps = 4;
+  int num_stages = 3;
+  bool fp_fusion = true;
+};
+
 // Provided by lib/codegen when it is built in (TILEDSL_HAS_CODEGEN); throws otherwise.
-GpuBinary compile_for_gpu(const ir::Function& f, int num_warps, int num_stages, const std::string& arch,
+GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, const std::string& arch,
                           bool keep_stages = false);
 
 // Compiles a small kernel to PTX (and, where nvJitLink is in use, to a cubin) and throws the
@@ -57,7 +64,7 @@ struct GpuKernel {
   std::string name;
   ~GpuKernel();
 };
-std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, int num_warps, int num_stages);
+std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompileOptions& o);
 
 // One kernel parameter as the driver reads it: the value in the low bytes of 8 (little-endian),
 // so an i32 or f32 parameter reads its first 4.

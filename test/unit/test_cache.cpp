@@ -41,6 +41,7 @@ TEST_CASE("cache keys depend on the IR, target and options", "[unit]") {
   CHECK(k != cache_key("kernel @a() {}", "sm_80", 4, 3));
   CHECK(k != cache_key("kernel @a() {}", "sm_90", 8, 3));
   CHECK(k != cache_key("kernel @a() {}", "sm_90", 4, 2));
+  CHECK(k != cache_key("kernel @a() {}", "sm_90", 4, 3, /*fp_fusion=*/false));
 }
 
 TEST_CASE("cache entries round-trip and bad entries are rejected", "[unit]") {

@@ -697,6 +697,41 @@ TEMPLATE_TEST_CASE("math functions match the C library on every float dtype", "[
   }
 }
 
+// --- fp fusion ------------------------------------------------------------------------------
+template <class T>
+const tl::Kernel& muladd_kernel() {
+  static const tl::Kernel k = tl::kernel(
+      "muladd", {"a", "b", "c", "out", "n", "BLOCK"},
+      [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<T> c, tl::Ptr<T> out, tl::Int n, tl::Constexpr BLOCK) {
+        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+        auto mask = offs < n;
+        tl::store(out + offs, tl::load(a + offs, mask) * tl::load(b + offs, mask) + tl::load(c + offs, mask), mask);
+      });
+  return k;
+}
+
+TEMPLATE_TEST_CASE("a * b + c is rounded once on the GPU with enable_fp_fusion, twice without it and in the interpreter",
+                   "[interp]", float, double) {
+  using T = TestType;
+  auto a = uniform<T>(kN, 121, -4, 4), b = uniform<T>(kN, 122, -4, 4), c = uniform<T>(kN, 123, -4, 4);
+  std::vector<T> fused(kN), apart(kN);
+  int differ = 0;
+  for (int i = 0; i < kN; ++i) {
+    fused[i] = std::fma(a[i], b[i], c[i]);
+    volatile T product = a[i] * b[i];  // rounded here, whatever the host compiler contracts
+    apart[i] = product + c[i];
+    differ += !same(fused[i], apart[i]);
+  }
+  REQUIRE(differ > kN / 20);  // the inputs tell one rounding from two
+  for (bool fusion : {true, false}) {
+    INFO("enable_fp_fusion " << fusion);
+    auto out = poison<T>({kN});
+    muladd_kernel<T>()[blocks(kN)].options({.enable_fp_fusion = fusion})(tensor<T>(a), tensor<T>(b), tensor<T>(c), out,
+                                                                          kN, kBlock);
+    require_equal(host<T>(out), on_gpu() && fusion ? fused : apart);
+  }
+}
+
 // --- where, cdiv, zeros/full ----------------------------------------------------------------
 TEST_CASE("where selects elementwise with promotion and broadcasting", "[interp]") {
   auto c = uniform<bool>(kN, 111, 0, 1);
