@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <tuple>
 #include <mutex>
 #include <set>
+#include <tuple>
 
 #include "frontend/Trace.h"
 #include "ir/Printer.h"
@@ -205,9 +205,9 @@ namespace {
 // The GPU path: compile and load once per (specialisation, launch options that change the
 // code), then pack the arguments into fixed storage and launch.
 // The loaded kernel for (specialisation, num_warps, num_stages, enable_fp_fusion), compiling it
-// on first use. The
-// compile runs outside the kernel's lock, so different configurations compile at once (the
-// autotuner does so); two threads racing on one configuration compile it twice and keep one.
+// on first use. The compile runs outside the kernel's lock, so different configurations compile
+// at once (the autotuner does so); two threads racing on one configuration compile it twice and
+// keep one.
 const runtime::GpuKernel* gpu_kernel(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o) {
   const std::tuple<int, int, bool> key{o.num_warps, o.num_stages, o.enable_fp_fusion};
   {
