@@ -10,7 +10,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <tuple>
 
 #include "frontend/Trace.h"
 #include "ir/Printer.h"
@@ -27,8 +26,8 @@ namespace detail {
 // One traced specialisation.
 struct Specialization {
   std::unique_ptr<ir::Function> fn;
-  // Loaded GPU kernels by (num_warps, num_stages, enable_fp_fusion).
-  std::map<std::tuple<int, int, bool>, std::shared_ptr<runtime::GpuKernel>> gpu;
+  // Loaded GPU kernels by the launch options that change the code.
+  std::map<runtime::GpuCompileOptions, std::shared_ptr<runtime::GpuKernel>> gpu;
   std::set<int> dumped_warps;  // TILEDSL_DUMP_DIR files written
 };
 
@@ -202,19 +201,24 @@ detail::Specialization* specialise(KernelImpl& k, std::span<const LaunchArg> arg
 }  // namespace
 
 namespace {
-// The GPU path: compile and load once per (specialisation, launch options that change the
-// code), then pack the arguments into fixed storage and launch.
-// The loaded kernel for (specialisation, num_warps, num_stages, enable_fp_fusion), compiling it
-// on first use. The compile runs outside the kernel's lock, so different configurations compile
-// at once (the autotuner does so); two threads racing on one configuration compile it twice and
-// keep one.
+// The launch options that change the machine code: with the specialisation, what a compiled
+// kernel is looked up by.
+runtime::GpuCompileOptions code_options(const LaunchOptions& o) {
+  return {o.num_warps, o.num_stages, o.enable_fp_fusion};
+}
+
+// The GPU path: compile and load once per (specialisation, code options), then pack the
+// arguments into fixed storage and launch.
+// The loaded kernel for (specialisation, code options), compiling it on first use. The compile
+// runs outside the kernel's lock, so different configurations compile at once (the autotuner
+// does so); two threads racing on one configuration compile it twice and keep one.
 const runtime::GpuKernel* gpu_kernel(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o) {
-  const std::tuple<int, int, bool> key{o.num_warps, o.num_stages, o.enable_fp_fusion};
+  const runtime::GpuCompileOptions key = code_options(o);
   {
     std::lock_guard lock(k.mu);
     if (auto it = spec.gpu.find(key); it != spec.gpu.end()) return it->second.get();
   }
-  auto fresh = runtime::load_gpu_kernel(*spec.fn, {o.num_warps, o.num_stages, o.enable_fp_fusion});
+  auto fresh = runtime::load_gpu_kernel(*spec.fn, key);
   std::lock_guard lock(k.mu);
   auto& slot = spec.gpu[key];
   if (!slot) slot = std::move(fresh);
@@ -341,7 +345,7 @@ CompiledKernel Kernel::compile_for(const LaunchOptions& o, std::span<const Launc
   c.enable_fp_fusion = o.enable_fp_fusion;
   c.traced_ir = ir::print(f);
   runtime::GpuBinary bin =
-      runtime::compile_for_gpu(f, {o.num_warps, o.num_stages, o.enable_fp_fusion}, c.arch, /*keep_stages=*/true);
+      runtime::compile_for_gpu(f, code_options(o), c.arch, /*keep_stages=*/true);
   c.ir_after_pass = std::move(bin.ir_after_pass);
   c.llvm_ir = std::move(bin.llvm_ir);
   c.ptx = bin.ptx;

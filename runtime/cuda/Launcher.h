@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -29,6 +30,7 @@ struct GpuCompileOptions {
   int num_warps = 4;
   int num_stages = 3;
   bool fp_fusion = true;
+  auto operator<=>(const GpuCompileOptions&) const = default;  // a map key
 };
 
 // Provided by lib/codegen when it is built in (TILEDSL_HAS_CODEGEN); throws otherwise.
