@@ -20,6 +20,7 @@
 #include <random>
 
 #include "attention_kernel.h"
+#include "layernorm_kernel.h"
 #include "softmax_kernel.h"
 #include "ir/Parser.h"
 #include "runtime/Backend.h"
@@ -222,6 +223,12 @@ int export_kernels(const std::string& dir) {
          layernorm_kernel.ir(t(16), t(16), t(16), t(16), t(16), t(16), kLayerNormCols, kLayerNormCols, 1e-5f,
                              next_pow2(kLayerNormCols)),
          warps, "\"kernel\": \"layernorm\", \"rows\": " + std::to_string(kLayerNormRows) + ", \"cols\": " +
+                    std::to_string(kLayerNormCols));
+  for (int warps : kRowWarps)
+    emit("layernorm_loops-w" + std::to_string(warps) + ".ptx",
+         layernorm::layer_norm_fwd.ir(t(16), t(16), t(16), t(16), t(16), t(16), kLayerNormCols, kLayerNormCols, 1e-5f,
+                                      next_pow2(kLayerNormCols)),
+         warps, "\"kernel\": \"layernorm_loops\", \"rows\": " + std::to_string(kLayerNormRows) + ", \"cols\": " +
                     std::to_string(kLayerNormCols));
   std::printf("%s/kernels.jsonl\n", dir.c_str());
   return 0;
@@ -502,6 +509,13 @@ int main(int argc, char** argv) {
     auto [ms, config] = best_config("layernorm", row_configs(next_pow2(n)), launch);
     double bytes = 2.0 * m * n * 4;
     row("layernorm fwd f32 4096x4096 [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
+    // The example's kernel, three loops over the row as in Triton's tutorial: x is read three times.
+    auto launch_loops = [&](int warps, int64_t block) {
+      layernorm::layer_norm_fwd[m].options({.num_warps = warps})(x, y, w, b, mean, rstd, n, n, 1e-5f, block);
+    };
+    auto [ms_loops, config_loops] = best_config("layernorm_loops", row_configs(next_pow2(n)), launch_loops);
+    row("layernorm fwd f32 4096x4096, three loops [" + config_loops + "]", ms_loops, bytes / ms_loops / 1e6,
+        copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }
 
   bench_spmm(65536, 65536, 0.001, 128);

@@ -11,7 +11,9 @@ rounds, and the ratios are medians over the rounds.
 Each side picks its launch configuration on rounds of its own (ours from the configs tiledsl-bench
 sweeps, Triton's from the same num_warps / BLOCK choices), so the rounds compared are not the
 draws that chose them. The Triton kernels are the plain one-program-per-block/row kernels of
-Triton's tutorials, written here; torch is torch.add, torch.softmax and layer_norm.
+Triton's tutorials, written here; torch is torch.add, torch.softmax and layer_norm. Layer norm is
+timed in two forms, each the same on both sides: the row loaded once (a row of 4096 fits one
+block), and three loops over the row as in Triton's layer-norm tutorial (x read three times).
 
 Our kernels come from `tiledsl-bench export DIR` (PTX and DIR/kernels.jsonl). They are loaded
 with cuModuleLoadData (the driver's JIT, as the tiledsl runtime loads PTX) and launched with
@@ -43,6 +45,7 @@ CTYPES = {"u64": ctypes.c_uint64, "u32": ctypes.c_int32, "f32": ctypes.c_float}
 # The parameter list each exported kernel must have (pointers, then i32 sizes, then f32).
 SIGNATURES = {"add": ["u64"] * 3 + ["u32"], "softmax": ["u64"] * 2 + ["u32"] * 3,
               "layernorm": ["u64"] * 6 + ["u32"] * 2 + ["f32"]}
+SIGNATURES["layernorm_loops"] = SIGNATURES["layernorm"]
 
 
 class Ptx:
@@ -116,6 +119,32 @@ def triton_layernorm(x, y, w, b, mean_out, rstd_out, stride, n, eps, BLOCK: tl.c
     tl.store(mean_out + row, mean)
     tl.store(rstd_out + row, rstd)
     tl.store(y + row * stride + cols, d * rstd * tl.load(w + cols, mask=mask) + tl.load(b + cols, mask=mask), mask=mask)
+
+
+@triton.jit
+def triton_layernorm_loops(x, y, w, b, mean_out, rstd_out, stride, n, eps, BLOCK: tl.constexpr):
+    # The forward kernel of Triton's layer-norm tutorial in structure: three loops over the row in
+    # BLOCK-wide chunks (sum, squared deviations, output), so x is read three times.
+    row = tl.program_id(0)
+    x_row, y_row = x + row * stride, y + row * stride
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(x_row + cols, mask=cols < n, other=0.0)
+    mean = tl.sum(acc, 0) / n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        d = tl.where(cols < n, tl.load(x_row + cols, mask=cols < n, other=0.0) - mean, 0.0)
+        acc += d * d
+    rstd = 1 / tl.sqrt(tl.sum(acc, 0) / n + eps)
+    tl.store(mean_out + row, mean)
+    tl.store(rstd_out + row, rstd)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        mask = cols < n
+        xhat = (tl.load(x_row + cols, mask=mask) - mean) * rstd
+        tl.store(y_row + cols, xhat * tl.load(w + cols, mask=mask) + tl.load(b + cols, mask=mask), mask=mask)
 
 
 # ---- one workload: check, choose configs, alternate
@@ -238,6 +267,14 @@ def main():
         tri = {f"w{nw}": (lambda nw=nw: triton_layernorm[(m,)](x, y, w, b, mean, rstd, n, n, 1e-5, BLOCK=n, num_warps=nw))
                for nw in (4, 8, 16)}
         compare("layernorm fwd f32 4096x4096", 2 * 4 * m * n, ours, tri,
+                lambda: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5), close([want], [y]), "triton")
+        # Both sides as the tutorial writes it (examples/layernorm_kernel.h; three loops over the row).
+        ours = {f"w{k.warps}": k.launcher(m, x, y, w, b, mean, rstd, n, n, 1e-5)
+                for k in of("layernorm_loops", rows=m, cols=n)}
+        tri = {f"w{nw}": (lambda nw=nw: triton_layernorm_loops[(m,)](x, y, w, b, mean, rstd, n, n, 1e-5, BLOCK=n,
+                                                                       num_warps=nw))
+               for nw in (4, 8, 16)}
+        compare("layernorm fwd f32 4096x4096, three loops", 2 * 4 * m * n, ours, tri,
                 lambda: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5), close([want], [y]), "triton")
 
 

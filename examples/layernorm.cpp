@@ -1,42 +1,11 @@
-// Layer norm, forward and backward. Forward: one program per row computes the row's mean and
-// reciprocal standard deviation in column chunks, stores them for the backward pass, and writes
-// y = (x - mean) * rstd * w + b. Backward: dx per row, and dw, db summed over all rows.
+// Layer norm, forward and backward. Forward (in layernorm_kernel.h, shared with the benchmarks):
+// one program per row computes the row's mean and reciprocal standard deviation in column chunks,
+// stores them for the backward pass, and writes y = (x - mean) * rstd * w + b. Backward: dx per
+// row, and dw, db summed over all rows.
 #include "common.h"
+#include "layernorm_kernel.h"
 
 namespace tl = tiledsl;
-
-// The row may be longer than BLOCK: three passes over it in BLOCK-wide chunks (sum, squared
-// deviations, output), so the tile size does not grow with the row.
-const tl::Kernel layer_norm_fwd = tl::kernel(
-    "layer_norm_fwd", {"x", "y", "w", "b", "mean", "rstd", "stride", "n", "eps", "BLOCK"},
-    [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Ptr<float> w, tl::Ptr<float> b, tl::Ptr<float> mean_out,
-       tl::Ptr<float> rstd_out, tl::Int stride, tl::Int n, tl::Float eps, tl::Constexpr BLOCK) {
-      auto row = tl::program_id(0);
-      auto x_row = x + row * stride, y_row = y + row * stride;
-      auto acc = tl::zeros<float>({BLOCK});
-      tl::range(0, n, BLOCK, [&](tl::Int off) {
-        auto cols = off + tl::arange(0, BLOCK);
-        acc += tl::load(x_row + cols, cols < n, 0.0f);
-      });
-      auto mean = tl::sum(acc, 0) / n.to<float>();
-      // Two-pass variance: sum((x - mean)^2) does not cancel catastrophically like E[x^2] - mean^2.
-      auto acc_sq = tl::zeros<float>({BLOCK});
-      tl::range(0, n, BLOCK, [&](tl::Int off) {
-        auto cols = off + tl::arange(0, BLOCK);
-        auto mask = cols < n;
-        auto d = tl::where(mask, tl::load(x_row + cols, mask, 0.0f) - mean, 0.0f);
-        acc_sq += d * d;
-      });
-      auto rstd = tl::rsqrt(tl::sum(acc_sq, 0) / n.to<float>() + eps);
-      tl::store(mean_out + row, mean);
-      tl::store(rstd_out + row, rstd);
-      tl::range(0, n, BLOCK, [&](tl::Int off) {
-        auto cols = off + tl::arange(0, BLOCK);
-        auto mask = cols < n;
-        auto xhat = (tl::load(x_row + cols, mask) - mean) * rstd;
-        tl::store(y_row + cols, xhat * tl::load(w + cols, mask) + tl::load(b + cols, mask), mask);
-      });
-    });
 
 // dw and db are sums over every row. Rather than atomics (which serialise the programs, and whose
 // float sums depend on the order programs run), each of the GROUPS programs takes rows pid,
@@ -99,7 +68,7 @@ int main() {
     auto partial_dw = tl::Tensor::full({groups, n}, NAN), partial_db = tl::Tensor::full({groups, n}, NAN);
     const int stride = static_cast<int>(x.stride(0));
 
-    layer_norm_fwd[tl::grid(m)](x, y, w, b, mean, rstd, stride, n, eps, fwd_block);
+    layernorm::layer_norm_fwd[tl::grid(m)](x, y, w, b, mean, rstd, stride, n, eps, fwd_block);
     layer_norm_bwd_dx[tl::grid(groups)](x, dy, dx, w, mean, rstd, partial_dw, partial_db, stride, m, n, groups,
                                         bwd_block);
     layer_norm_bwd_dwdb[tl::grid(tl::cdiv(n, dwdb_block))](partial_dw, partial_db, dw, db, static_cast<int>(groups), n,
