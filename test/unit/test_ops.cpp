@@ -733,6 +733,18 @@ TEMPLATE_TEST_CASE("a * b + c is rounded once on the GPU with enable_fp_fusion, 
 }
 
 // --- where, cdiv, zeros/full ----------------------------------------------------------------
+// Run only by ctest (unit.fp-fusion-env.*), each in a process of its own, because the default is
+// read once per process: TILEDSL_TEST_EXPECT_FP_FUSION says what TILEDSL_DEFAULT_FP_FUSION, set
+// or unset by the test's environment, must make the default.
+TEST_CASE("TILEDSL_DEFAULT_FP_FUSION sets the default of enable_fp_fusion", "[.fp-fusion-env]") {
+  const char* expect = std::getenv("TILEDSL_TEST_EXPECT_FP_FUSION");
+  REQUIRE(expect != nullptr);
+  const bool on = std::string_view(expect) == "on";
+  REQUIRE((on || std::string_view(expect) == "off"));
+  CHECK(tl::default_fp_fusion() == on);
+  CHECK(tl::LaunchOptions{}.enable_fp_fusion == on);
+}
+
 TEST_CASE("where selects elementwise with promotion and broadcasting", "[interp]") {
   auto c = uniform<bool>(kN, 111, 0, 1);
   auto a = uniform<int32_t>(kN, 112, -1000, 1000);
