@@ -334,6 +334,40 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
               gflops, ref_gflops, gflops / ref_gflops, std::sqrt(err / norm));
 }
 
+// Host time per launch of `launch` (a tiny kernel): the median over 40 batches of 128 launches,
+// each batch timed from its first call to its last return, the GPU drained between batches
+// (outside the timing). Launched back to back without end, a kernel that takes the GPU longer
+// than the host takes to launch it fills the launch queue, and from then on each call waits for
+// the GPU: the loop then times the GPU's launch-to-launch rate, not the host. The back-to-back
+// figure (5000 launches) is printed beside it.
+void host_time_per_launch(const std::string& label, const std::function<void()>& launch) {
+  using clock = std::chrono::steady_clock;
+  auto us_since = [](clock::time_point t0, int n) {
+    return std::chrono::duration<double, std::micro>(clock::now() - t0).count() / n;
+  };
+  for (int i = 0; i < 100; ++i) launch();
+  drv().cuCtxSynchronize();
+  const int batch = 128;
+  std::vector<double> per_launch;
+  for (int b = 0; b < 40; ++b) {
+    auto t0 = clock::now();
+    for (int i = 0; i < batch; ++i) launch();
+    per_launch.push_back(us_since(t0, batch));
+    drv().cuCtxSynchronize();
+  }
+  std::sort(per_launch.begin(), per_launch.end());
+  const double us = per_launch[per_launch.size() / 2];
+  const int n = 5000;
+  auto t0 = clock::now();
+  for (int i = 0; i < n; ++i) launch();
+  const double back_to_back = us_since(t0, n);
+  drv().cuCtxSynchronize();
+  summary().add_row({label, num(us / 1000, 6), num(us, 3), "us", "", ""});
+  summary().add_row({label + ", 5000 back to back", num(back_to_back / 1000, 6), num(back_to_back, 3), "us", "", ""});
+  std::printf("%-40s %10.3f us (batches of %d: %.3f-%.3f; 5000 back to back %.3f us)\n", label.c_str(), us, batch,
+              per_launch.front(), per_launch.back(), back_to_back);
+}
+
 // The attention example's kernel on one small problem (B1 H1 N1024 D128, the example's blocks):
 // trace, compile, load and run once, synchronised.
 void first_launch_attention(const char* label) {
@@ -411,15 +445,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       // Host time per launch of a tiny kernel, warm.
-      for (int i = 0; i < 100; ++i) cold[1](x, y, o, 1024, 1024);
-      drv().cuCtxSynchronize();
-      const int n = 5000;
-      t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < n; ++i) cold[1](x, y, o, 1024, 1024);
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
-      drv().cuCtxSynchronize();
-      summary().add_row({"host time per launch, tiny add", num(us / 1000, 6), num(us, 3), "us", "", ""});
-      std::printf("%-40s %10.3f us\n", "host time per launch, tiny add", us);
+      host_time_per_launch("host time per launch, tiny add", [&] { cold[1](x, y, o, 1024, 1024); });
       // The floor: the same kernel through cuLaunchKernel alone, to show what tiledsl adds.
       auto f = tiledsl::ir::parse(cold.ir(x, y, o, 1024, 1024));
       f->number_values();
@@ -428,12 +454,8 @@ int main(int argc, char** argv) {
                                                    {reinterpret_cast<uintptr_t>(y.data_ptr())},
                                                    {reinterpret_cast<uintptr_t>(o.data_ptr())},
                                                    {1024}}};
-      t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < n; ++i) tiledsl::runtime::launch_gpu_kernel(*gk, raw, {1, 1, 1}, nullptr);
-      double floor_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
-      drv().cuCtxSynchronize();
-      summary().add_row({"host time per launch, cuLaunchKernel alone", num(floor_us / 1000, 6), num(floor_us, 3), "us", "", ""});
-      std::printf("%-40s %10.3f us\n", "host time per launch, cuLaunchKernel alone", floor_us);
+      host_time_per_launch("host time per launch, cuLaunchKernel alone",
+                           [&] { tiledsl::runtime::launch_gpu_kernel(*gk, raw, {1, 1, 1}, nullptr); });
     }
 
     first_launch_attention("cold compile + first launch, attention");
@@ -454,13 +476,7 @@ int main(int argc, char** argv) {
       auto tiny = tl::grid([](const tl::Meta& m) { return tl::cdiv(1024, m["BLOCK"]); });
       tuned[tiny](xs, ys, os, 1024);
       drv().cuCtxSynchronize();
-      const int reps = 5000;
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < reps; ++i) tuned[tiny](xs, ys, os, 1024);
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
-      drv().cuCtxSynchronize();
-      summary().add_row({"host time per launch, tiny add, tuned", num(us / 1000, 6), num(us, 3), "us", "", ""});
-      std::printf("%-40s %10.3f us\n", "host time per launch, tiny add, tuned", us);
+      host_time_per_launch("host time per launch, tiny add, tuned", [&] { tuned[tiny](xs, ys, os, 1024); });
     }
   }
 
