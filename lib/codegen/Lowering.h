@@ -19,6 +19,7 @@
 #include "codegen/Lower.h"
 #include "passes/AxisInfo.h"
 #include "passes/Layouts.h"
+#include "passes/MaskedLanes.h"
 #include "support/Error.h"
 
 namespace tiledsl::codegen {
@@ -40,7 +41,7 @@ class Lowering {
  public:
   Lowering(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts)
       : f_(f), ctx_(ctx), opts_(opts), mod_(std::make_unique<llvm::Module>(f.name, ctx)), b_(ctx),
-        axes_(passes::analyze_axes(f)) {
+        axes_(passes::analyze_axes(f)), unread_masked_lanes_(passes::loads_with_unread_masked_lanes(f)) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(opts.fp_fusion);
     b_.setFastMathFlags(fmf);
@@ -197,6 +198,8 @@ class Lowering {
   std::unique_ptr<llvm::Module> mod_;
   llvm::IRBuilder<> b_;
   passes::AxisInfoMap axes_;
+  // Masked loads whose masked-off elements nobody reads: no `other` is set for them.
+  std::unordered_set<const ir::Op*> unread_masked_lanes_;
   llvm::Function* fn_ = nullptr;
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;

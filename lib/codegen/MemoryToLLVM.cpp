@@ -99,22 +99,27 @@ llvm::Value* Lowering::predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm
   Words w = words(vt);
   llvm::Type* word = w.type;
   llvm::Type* words = w.count > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, w.count)) : word;
-  // Outputs $0..$n-1, then the address, the predicate and the n words of `otherwise`. The
-  // outputs take `otherwise` before the load, not under the negated predicate after it: ptxas
-  // turns an `@!p mov` after the load into a select that waits for the load, which stalls the
-  // warp before its next load is issued (SpMM ran 21 % slower on the H200 that way).
+  // Outputs $0..$n-1, then the address, the predicate and the n words of `otherwise` (none
+  // when it is null: the masked-off elements are left unset). The outputs take `otherwise`
+  // before the load, not under the negated predicate after it: ptxas turns an `@!p mov` after
+  // the load into a select that waits for the load, which stalls the warp before its next load
+  // is issued (SpMM ran 21 % slower on the H200 that way).
   unsigned n = w.count, p = n + 1;
   std::string text, constraints;
   for (unsigned i = 0; i < n; ++i) {
-    text += fmt::format("mov.{} ${}, ${};\n\t", w.ptx, i, p + 1 + i);
+    if (otherwise) text += fmt::format("mov.{} ${}, ${};\n\t", w.ptx, i, p + 1 + i);
     constraints += std::string("=") + w.constraint + ",";
   }
   text += fmt::format("@${} ld.global{}.{} {}, [${}];", p, vector_suffix(n), w.ptx, operand_list(0, n), n);
   constraints += "l,b";
-  for (unsigned i = 0; i < n; ++i) constraints += std::string(",") + w.constraint;
   std::vector<llvm::Value*> args{ptr, pred};
-  llvm::Value* other_words = b_.CreateBitCast(otherwise, words);
-  for (unsigned i = 0; i < n; ++i) args.push_back(n > 1 ? b_.CreateExtractElement(other_words, i) : other_words);
+  if (otherwise) {
+    llvm::Value* other_words = b_.CreateBitCast(otherwise, words);
+    for (unsigned i = 0; i < n; ++i) {
+      constraints += std::string(",") + w.constraint;
+      args.push_back(n > 1 ? b_.CreateExtractElement(other_words, i) : other_words);
+    }
+  }
   llvm::Type* result = n > 1 ? static_cast<llvm::Type*>(llvm::StructType::get(ctx_, std::vector<llvm::Type*>(n, word))) : word;
   llvm::Value* out = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
   llvm::Value* v = out;
@@ -164,7 +169,7 @@ Regs Lowering::lower_load(const ir::Op& op) {
     }
     llvm::Value* v;
     if (mask && predicated_access_ok(vt)) {
-      v = predicated_load(ptrs[r], (*mask)[r], fallback, vt);
+      v = predicated_load(ptrs[r], (*mask)[r], unread_masked_lanes_.count(&op) ? nullptr : fallback, vt);
     } else {
       v = predicated(mask ? (*mask)[r] : nullptr, fallback, [&] {
         return b_.CreateAlignedLoad(vt, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)));
