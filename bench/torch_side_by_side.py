@@ -16,9 +16,9 @@ timed in two forms, each the same on both sides: the row loaded once (a row of 4
 block), and three loops over the row as in Triton's layer-norm tutorial (x read three times).
 
 Our kernels come from `tiledsl-bench export DIR` (PTX and DIR/kernels.jsonl). They are loaded
-with cuModuleLoadData (the driver's JIT, as the tiledsl runtime loads PTX) and launched with
-cuLaunchKernel through ctypes: the host path differs from the runtime's, the GPU time measured
-between the events does not.
+with cuModuleLoadData (the driver's JIT, which the tiledsl runtime uses without nvJitLink) and
+launched with cuLaunchKernel through ctypes: the host path differs from the runtime's, the GPU
+time measured between the events does not.
 
 usage: torch_side_by_side.py DIR [--select-rounds 3] [--rounds 11] [--only add,softmax,layernorm]
 """

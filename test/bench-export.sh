@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `tiledsl-bench export DIR` (what bench/torch_side_by_side.py loads) without a GPU: every line
 # of DIR/kernels.jsonl names a PTX file with that entry point and the parameter list the script
-# passes (add 4, softmax 5, layer norm 9, in both of its forms); the adds are vectorised as the benchmark launches them;
-# with ptxas, every file assembles for sm_90 without spills.
+# passes (add 4, softmax 5, layer norm 9, in both of its forms); the adds are vectorised as the
+# benchmark launches them; with ptxas, every file assembles for sm_90 without spills.
 # Usage: bench-export.sh <tiledsl-bench> [ptxas]
 set -euo pipefail
 bench=$1

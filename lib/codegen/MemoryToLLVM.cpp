@@ -156,11 +156,14 @@ Regs Lowering::lower_load(const ir::Op& op) {
   const Regs* mask = op.operands.size() > 1 ? &get(op.operands[1]) : nullptr;
   const Regs* other = op.operands.size() > 2 ? &get(op.operands[2]) : nullptr;
   unsigned bytes = static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(et));
+  // A predicated load leaves masked-off elements unset when nobody reads them (MaskedLanes.h).
+  const bool other_read = !unread_masked_lanes_.count(&op);
   Regs out;
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
     llvm::Type* vt = vec > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec))) : et;
+    const bool one_instruction = mask && predicated_access_ok(vt);
     llvm::Value* fallback = nullptr;
-    if (mask) {
+    if (mask && (other_read || !one_instruction)) {
       fallback = llvm::UndefValue::get(vt);
       for (int j = 0; j < vec; ++j) {
         llvm::Value* o = other ? to_memory((*other)[r + static_cast<size_t>(j)]) : llvm::Constant::getNullValue(et);
@@ -168,8 +171,8 @@ Regs Lowering::lower_load(const ir::Op& op) {
       }
     }
     llvm::Value* v;
-    if (mask && predicated_access_ok(vt)) {
-      v = predicated_load(ptrs[r], (*mask)[r], unread_masked_lanes_.count(&op) ? nullptr : fallback, vt);
+    if (one_instruction) {
+      v = predicated_load(ptrs[r], (*mask)[r], fallback, vt);
     } else {
       v = predicated(mask ? (*mask)[r] : nullptr, fallback, [&] {
         return b_.CreateAlignedLoad(vt, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)));
