@@ -1,6 +1,7 @@
 #include "ir/IR.h"
 
-#include <filesystem>
+#include <cctype>
+#include <sstream>
 
 #include "support/Error.h"
 
@@ -10,14 +11,67 @@ namespace {
 struct OpInfo {
   const char* mnemonic;
   unsigned traits;
+  Arity operands, results;
+  int regions;
+  const char* attrs;
 };
 constexpr OpInfo kOpInfo[] = {
-#define TILEDSL_OP(Name, mnemonic, traits) {mnemonic, traits},
+#define TILEDSL_OP(Name, mnemonic, traits, operands, results, regions, attrs) \
+  {mnemonic, traits, operands, results, regions, attrs},
 #include "ir/Ops.def"
 #undef TILEDSL_OP
 };
+
+// Reads one op's attribute declarations ("axis:int pred:eq|ne kind:str? smem").
+std::vector<AttrSpec> parse_attr_specs(const OpInfo& info) {
+  std::vector<AttrSpec> out;
+  std::istringstream in(info.attrs);
+  std::string word;
+  while (in >> word) {
+    if (word == "smem") {
+      out.push_back({"smem_offset", AttrKind::Int, true, {}});
+      out.push_back({"smem_bytes", AttrKind::Int, true, {}});
+      continue;
+    }
+    size_t colon = word.find(':');
+    TILEDSL_CHECK(colon != std::string::npos, "op table: attribute '", word, "' of ", info.mnemonic, " has no kind");
+    AttrSpec a{word.substr(0, colon), AttrKind::Int, false, {}};
+    std::string kind = word.substr(colon + 1);
+    if (!kind.empty() && kind.back() == '?') {
+      a.optional = true;
+      kind.pop_back();
+    }
+    static const std::pair<const char*, AttrKind> kKinds[] = {{"int", AttrKind::Int},   {"float", AttrKind::Float},
+                                                              {"num", AttrKind::Num},   {"str", AttrKind::Str},
+                                                              {"ints", AttrKind::Ints}};
+    bool named = false;
+    for (auto [n, k] : kKinds)
+      if (kind == n) {
+        a.kind = k;
+        named = true;
+      }
+    if (!named) {
+      a.kind = AttrKind::Enum;
+      std::istringstream choices(kind);
+      for (std::string c; std::getline(choices, c, '|');) a.choices.push_back(c);
+      TILEDSL_CHECK(a.choices.size() > 1, "op table: unknown attribute kind '", kind, "' of ", info.mnemonic);
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+const std::vector<OpSchema>& schemas() {
+  static const std::vector<OpSchema> table = [] {
+    std::vector<OpSchema> t;
+    for (const OpInfo& i : kOpInfo) t.push_back({i.mnemonic, i.traits, i.operands, i.results, i.regions, parse_attr_specs(i)});
+    return t;
+  }();
+  return table;
+}
 }  // namespace
 
+const OpSchema& schema(OpKind k) { return schemas()[static_cast<size_t>(k)]; }
 const char* mnemonic(OpKind k) { return kOpInfo[static_cast<size_t>(k)].mnemonic; }
 unsigned traits(OpKind k) { return kOpInfo[static_cast<size_t>(k)].traits; }
 bool parse_mnemonic(const std::string& s, OpKind& out) {
@@ -27,6 +81,13 @@ bool parse_mnemonic(const std::string& s, OpKind& out) {
       return true;
     }
   return false;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || s.size() > 200 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
 }
 
 std::string Location::str() const { return file + ":" + std::to_string(line); }

@@ -15,19 +15,52 @@ namespace tiledsl::ir {
 
 enum OpTrait : unsigned {
   kPure = 1, kElementwise = 2, kTerminator = 4, kRegion = 8, kMemory = 16,
-  kBinary = 32, kIntOnly = 64, kFloatMath = 128,
+  kBinary = 32, kIntOnly = 64, kFloatMath = 128, kUnary = 256,
 };
 
+// How many operands or results an op takes (ir/Ops.def).
+struct Arity {
+  int min, max;
+  constexpr Arity(int n) : min(n), max(n) {}  // NOLINT: a plain count in the op table
+  constexpr Arity(int lo, int hi) : min(lo), max(hi) {}
+  bool allows(size_t n) const { return n >= static_cast<size_t>(min) && n <= static_cast<size_t>(max); }
+};
+// The most operands, results or region arguments one op may have.
+inline constexpr int kMaxArity = 256;
+constexpr Arity kRange(int lo, int hi) { return {lo, hi}; }
+constexpr Arity kAtLeast(int n) { return {n, kMaxArity}; }
+inline constexpr Arity kAny{0, kMaxArity};
+
 enum class OpKind : uint8_t {
-#define TILEDSL_OP(Name, mnemonic, traits) Name,
+#define TILEDSL_OP(Name, mnemonic, traits, operands, results, regions, attrs) Name,
 #include "ir/Ops.def"
 #undef TILEDSL_OP
 };
 
+// An attribute an op declares in the table, and the kind of value it takes.
+enum class AttrKind { Int, Float, Num, Str, Ints, Enum };
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  bool optional = false;
+  std::vector<std::string> choices;  // Enum: the strings allowed
+};
+struct OpSchema {
+  const char* mnemonic;
+  unsigned traits;
+  Arity operands, results;
+  int regions;
+  std::vector<AttrSpec> attrs;
+};
+
+const OpSchema& schema(OpKind k);
 const char* mnemonic(OpKind k);
 unsigned traits(OpKind k);
 bool parse_mnemonic(const std::string& s, OpKind& out);
 inline bool has_trait(OpKind k, OpTrait t) { return (traits(k) & t) != 0; }
+// [A-Za-z_][A-Za-z0-9_]*, at most 200 characters: what kernels and their parameters may be
+// called (PTX symbols, C identifiers in tiledsl-aot's launcher, names in the IR text).
+bool is_identifier(const std::string& s);
 
 // The user's source position: the file's base name, line and column.
 struct Location {

@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <unordered_map>
 
 #include "ir/Builder.h"
+#include "ir/Verifier.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::ir {
@@ -97,8 +101,30 @@ class Parser {
     if (pos_ < t_.size() && t_[pos_] == '-') ++pos_;
     while (pos_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[pos_]))) ++pos_;
     if (s == pos_) error("expected an integer");
-    return std::stoll(std::string(t_.substr(s, pos_ - s)));
+    return to_int(std::string(t_.substr(s, pos_ - s)), s);
   }
+  int64_t to_int(const std::string& tok, size_t at) const {
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(tok.c_str(), &end, 10);
+    if (errno == ERANGE || end != tok.c_str() + tok.size()) error_at(at, fmt::format("'{}' is not a 64-bit integer", tok));
+    return v;
+  }
+  double to_double(const std::string& tok, size_t at) const {
+    char* end = nullptr;
+    double v = std::strtod(tok.c_str(), &end);
+    if (end != tok.c_str() + tok.size()) error_at(at, fmt::format("'{}' is not a number", tok));
+    return v;
+  }
+  // Counts one level of nesting (a region or a type inside a type) for as long as it lives.
+  struct Nest {
+    Nest(Parser& p, int& depth, int limit, const char* what) : depth_(depth) {
+      if (++depth_ > limit) p.error(fmt::format("{} nest more than {} deep", what, limit));
+    }
+    ~Nest() { --depth_; }
+    int& depth_;
+  };
+
   std::string string_lit() {
     expect('"');
     std::string s;
@@ -116,6 +142,7 @@ class Parser {
   }
 
   Type type() {
+    Nest nest(*this, type_depth_, kMaxTypeDepth, "types");
     std::string n = ident();
     if (n == "ptr") {
       expect('<');
@@ -128,7 +155,7 @@ class Parser {
       std::vector<int64_t> shape;
       while (std::isdigit(static_cast<unsigned char>(peek()))) {
         shape.push_back(integer());
-        if (t_[pos_] != 'x') error("expected 'x' in a tile shape");
+        if (pos_ >= t_.size() || t_[pos_] != 'x') error("expected 'x' in a tile shape");
         ++pos_;
       }
       Type e = type();
@@ -160,8 +187,8 @@ class Parser {
     if (tok == "inf") return std::numeric_limits<double>::infinity();
     if (tok == "-inf") return -std::numeric_limits<double>::infinity();
     if (tok == "nan" || tok == "-nan") return std::numeric_limits<double>::quiet_NaN();
-    if (tok.find_first_of(".e") != std::string::npos) return std::stod(tok);
-    return static_cast<int64_t>(std::stoll(tok));
+    if (tok.find_first_of(".e") != std::string::npos) return to_double(tok, s);
+    return to_int(tok, s);
   }
 
   Attrs attr_dict() {
@@ -218,6 +245,7 @@ class Parser {
     }
     if (types.size() != results.size())
       error(fmt::format("'{}' names {} results but gives {} types", mn, results.size(), types.size()));
+    if (kind == OpKind::Constant) float_constant(attrs, types);
     b.set_block(block);
     Op* o = b.create(kind, operands, types, attrs, {});
     for (size_t i = 0; i < results.size(); ++i) define(results[i], o->result(i));
@@ -225,6 +253,7 @@ class Parser {
       expect('{');
       expect('^');
       expect('(');
+      Nest nest(*this, region_depth_, kMaxRegionDepth, "regions");
       Block* r = o->add_region();
       while (!accept(')')) {
         if (!r->args.empty()) expect(',');
@@ -242,11 +271,27 @@ class Parser {
       pos_ += 4;
       o->loc.file = string_lit();
       expect(':');
-      o->loc.line = static_cast<unsigned>(integer());
+      o->loc.line = location_number();
       expect(':');
-      o->loc.column = static_cast<unsigned>(integer());
+      o->loc.column = location_number();
       expect(')');
     }
+  }
+
+  // A float constant's text is rounded to its type, as 0.1f in C: `value = 0.1 : f32` holds the
+  // f32 nearest 0.1, and `value = 1 : f32` is 1.0.
+  static void float_constant(Attrs& attrs, const std::vector<Type>& types) {
+    auto it = attrs.find("value");
+    if (it == attrs.end() || types.size() != 1 || !types[0].is_scalar() || !is_float(types[0].dtype())) return;
+    if (auto* i = std::get_if<int64_t>(&it->second)) it->second = static_cast<double>(*i);
+    if (auto* d = std::get_if<double>(&it->second)) *d = round_to(types[0].dtype(), *d);
+  }
+
+  unsigned location_number() {
+    size_t at = pos_;
+    int64_t v = integer();
+    if (v < 0 || v > UINT32_MAX) error_at(at, "a line or column must be from 0 to 2^32 - 1");
+    return static_cast<unsigned>(v);
   }
 
   bool next_is_region() {
@@ -257,8 +302,10 @@ class Parser {
     return r;
   }
 
+  static constexpr int kMaxTypeDepth = 8;
   std::string_view t_;
   size_t pos_ = 0;
+  int type_depth_ = 0, region_depth_ = 0;
   size_t tok_ = 0;  // start of the last name read
   std::unordered_map<std::string, Value*> names_;
 };

@@ -38,54 +38,66 @@ class Printer {
  public:
   explicit Printer(PrintOptions o) : opts_(o) {}
 
+  // Appends to one string: printing is linear in the size of the IR, however deep it nests.
   std::string function(const Function& f) {
-    std::string s = fmt::format("kernel @{}(", f.name);
+    out_ = fmt::format("kernel @{}(", f.name);
     for (size_t i = 0; i < f.num_args(); ++i) {
       const Value* a = f.arg(i);
       names_[a] = "%" + f.arg_names.at(i);
-      s += fmt::format("{}{}: {}{}", i ? ", " : "", names_[a], a->type.str(),
-                       i < f.arg_attrs.size() ? attrs_str(f.arg_attrs[i]) : "");
+      out_ += fmt::format("{}{}: {}{}", i ? ", " : "", names_[a], a->type.str(),
+                          i < f.arg_attrs.size() ? attrs_str(f.arg_attrs[i]) : "");
     }
-    s += ")";
-    if (!f.attrs.empty()) s += " attributes" + attrs_str(f.attrs);
-    s += " {\n";
-    for (const auto& op : f.body.ops) s += this->op(*op, 1);
-    return s + "}\n";
+    out_ += ")";
+    if (!f.attrs.empty()) out_ += " attributes" + attrs_str(f.attrs);
+    out_ += " {\n";
+    for (const auto& op : f.body.ops) this->op(*op, 1);
+    out_ += "}\n";
+    return std::move(out_);
   }
 
  private:
-  std::string name(const Value* v) {
+  const std::string& name(const Value* v) {
+    static const std::string kUndefined = "%<undefined>";
     auto it = names_.find(v);
-    return it == names_.end() ? "%<undefined>" : it->second;
+    return it == names_.end() ? kUndefined : it->second;
   }
-  std::string define(const Value* v) { return names_[v] = fmt::format("%{}", next_++); }
+  const std::string& define(const Value* v) { return names_[v] = fmt::format("%{}", next_++); }
 
-  std::string op(const Op& o, int depth) {
+  void op(const Op& o, int depth) {
     std::string ind(static_cast<size_t>(depth) * 2, ' ');
-    std::string s = ind;
-    for (size_t i = 0; i < o.results.size(); ++i) s += (i ? ", " : "") + define(o.result(i));
-    if (!o.results.empty()) s += " = ";
-    s += fmt::format("{}(", o.name());
-    for (size_t i = 0; i < o.operands.size(); ++i) s += (i ? ", " : "") + name(o.operands[i]);
-    s += ")" + attrs_str(o.attrs);
+    out_ += ind;
+    for (size_t i = 0; i < o.results.size(); ++i) {
+      if (i) out_ += ", ";
+      out_ += define(o.result(i));
+    }
+    if (!o.results.empty()) out_ += " = ";
+    out_ += o.name();
+    out_ += '(';
+    for (size_t i = 0; i < o.operands.size(); ++i) {
+      if (i) out_ += ", ";
+      out_ += name(o.operands[i]);
+    }
+    out_ += ")" + attrs_str(o.attrs);
     if (!o.results.empty()) {
-      s += " :";
-      for (size_t i = 0; i < o.results.size(); ++i) s += (i ? ", " : " ") + o.result(i)->type.str();
+      out_ += " :";
+      for (size_t i = 0; i < o.results.size(); ++i) out_ += (i ? ", " : " ") + o.result(i)->type.str();
     }
     for (const auto& r : o.regions) {
-      s += " {\n" + ind + "^(";
-      for (size_t i = 0; i < r->args.size(); ++i) s += fmt::format("{}{}: {}", i ? ", " : "", define(r->args[i].get()), r->args[i]->type.str());
-      s += "):\n";
-      for (const auto& inner : r->ops) s += op(*inner, depth + 1);
-      s += ind + "}";
+      out_ += " {\n" + ind + "^(";
+      for (size_t i = 0; i < r->args.size(); ++i)
+        out_ += fmt::format("{}{}: {}", i ? ", " : "", define(r->args[i].get()), r->args[i]->type.str());
+      out_ += "):\n";
+      for (const auto& inner : r->ops) op(*inner, depth + 1);
+      out_ += ind + "}";
     }
-    if (opts_.locations && o.loc.line) s += fmt::format(" loc({}:{}:{})", quote(o.loc.file), o.loc.line, o.loc.column);
-    return s + "\n";
+    if (opts_.locations && o.loc.line) out_ += fmt::format(" loc({}:{}:{})", quote(o.loc.file), o.loc.line, o.loc.column);
+    out_ += '\n';
   }
 
   PrintOptions opts_;
   std::unordered_map<const Value*, std::string> names_;
   unsigned next_ = 0;
+  std::string out_;
 };
 }  // namespace
 

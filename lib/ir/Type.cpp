@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -64,8 +65,13 @@ Type Type::pointee() const {
 DType Type::dtype() const { return element().s_->dtype; }
 const std::vector<int64_t>& Type::shape() const { return is_tile() ? s_->shape : kNoShape; }
 int64_t Type::numel() const {
+  // Saturates instead of overflowing: the verifier rejects such tiles, but must be able to ask.
   int64_t n = 1;
-  for (int64_t d : shape()) n *= d;
+  for (int64_t d : shape()) {
+    if (d < 0) return -1;
+    if (d != 0 && n > INT64_MAX / d) return INT64_MAX;
+    n *= d;
+  }
   return n;
 }
 const Layout* Type::layout() const { return is_tile() ? s_->layout : nullptr; }

@@ -1,12 +1,34 @@
-// Checks the structural and type invariants of a kernel: every use is defined before it in an
-// enclosing scope, operand and result types agree with the op's rules, regions end in yield.
+// Checks every invariant the passes and code generation rely on, so that whatever passes the
+// verifier compiles and whatever does not is one line naming the op, its location and the broken
+// rule: every use is defined before it in an enclosing scope; every type is well formed (tile
+// dimensions powers of two, at most kMaxTileElements elements, pointers to scalars); each op has
+// the operands, results, regions and attributes its line in ir/Ops.def declares, of the kinds it
+// declares, and the types, ranks and axes of its own rule; regions end in yield; kernel and
+// parameter names are identifiers.
 #pragma once
+
+#include <cstdint>
+#include <string>
 
 #include "ir/IR.h"
 
 namespace tiledsl::ir {
 
+// The largest tile: 2^20 elements, as Triton's TRITON_MAX_TENSOR_NUMEL.
+inline constexpr int64_t kMaxTileElements = int64_t{1} << 20;
+inline constexpr size_t kMaxTileRank = 8;
+// How deeply regions may nest (loops in loops, branches in loops, ...); the parser stops there too.
+inline constexpr int kMaxRegionDepth = 64;
+// Philox rounds: Triton uses 10; the bound keeps the unrolled rounds a sensible size.
+inline constexpr int64_t kMaxPhiloxRounds = 64;
+// Warps per program: a power of two, at most 32 (1024 threads, the CUDA limit per block).
+inline constexpr int kMaxNumWarps = 32;
+
 // Throws tiledsl::Error naming the op, its location and the broken rule.
 void verify(const Function& f);
+
+// Throws tiledsl::Error unless `num_warps` is a power of two from 1 to kMaxNumWarps; `where`
+// prefixes the message (a tool's name, or the user's file:line).
+void check_num_warps(int64_t num_warps, const std::string& where);
 
 }  // namespace tiledsl::ir

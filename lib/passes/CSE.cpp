@@ -38,7 +38,19 @@ size_t hash_of(const Op& op) {
   size_t h = static_cast<size_t>(op.kind);
   auto mix = [&](size_t x) { h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
   for (const Value* v : op.operands) mix(std::hash<const Value*>()(v));
-  for (const auto& [k, v] : op.attrs) mix(std::hash<std::string>()(k));
+  // Attribute values count too: constants differ only in them (hashing names alone put every
+  // constant of a type in one bucket, quadratic in their number).
+  for (const auto& [k, v] : op.attrs) {
+    mix(std::hash<std::string>()(k));
+    mix(v.index());
+    if (auto* i = std::get_if<int64_t>(&v)) mix(std::hash<int64_t>()(*i));
+    else if (auto* d = std::get_if<double>(&v)) {
+      uint64_t bits;
+      std::memcpy(&bits, d, sizeof bits);  // by bits, as same_attr compares: -0.0 and 0.0 differ
+      mix(std::hash<uint64_t>()(bits));
+    } else if (auto* s = std::get_if<std::string>(&v)) mix(std::hash<std::string>()(*s));
+    else for (int64_t x : std::get<std::vector<int64_t>>(v)) mix(std::hash<int64_t>()(x));
+  }
   return h;
 }
 

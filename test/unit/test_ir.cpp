@@ -75,8 +75,8 @@ TEST_CASE("verifier catches broken IR built without checks", "[unit]") {
   Builder b(f);
   Value* x = b.arange(0, 16, here(1));
   b.create(OpKind::Add, {x, x}, {Type::tile({8}, Type::scalar(tl::DType::i32))}, {}, here(5));
-  REQUIRE_THROWS_WITH(verify(f), "t.cpp:5: verifier: in kernel 'k': add: operand and result types differ: "
-                                 "tile<16xi32>, tile<16xi32> -> tile<8xi32>");
+  REQUIRE_THROWS_WITH(verify(f), "t.cpp:5: verifier: in kernel 'k': add: operands and result must be numbers of one "
+                                 "type; got (tile<16xi32>, tile<16xi32>) -> (tile<8xi32>)");
 }
 
 TEST_CASE("printer output parses back to the same text", "[unit]") {
