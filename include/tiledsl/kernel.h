@@ -19,6 +19,7 @@
 namespace tiledsl {
 
 enum class ParamKind { pointer, i32, i64, f32, constexpr_ };
+struct LaunchOptions;
 
 struct ParamSpec {
   ParamKind kind;
@@ -98,6 +99,23 @@ P make_param(const TraceArg& a) {
   if constexpr (std::is_same_v<P, Constexpr>) return Constexpr(a.constant);
   else return P(a.value);
 }
+
+// The first argument of Kernel::ir and Kernel::compile, converted implicitly from the user's
+// argument so that it records where the call was written (errors name that line).
+struct CallArg {
+  template <class A>
+    requires(!std::is_same_v<std::decay_t<A>, LaunchOptions>)
+  CallArg(const A& a, SourceLoc loc = SourceLoc::current()) : arg(to_launch_arg(a)), loc(loc) {}
+  LaunchArg arg;
+  SourceLoc loc;
+};
+// The same for Kernel::compile's options.
+template <class O>
+struct CallOptions {
+  CallOptions(const O& o, SourceLoc loc = SourceLoc::current()) : options(o), loc(loc) {}
+  const O& options;
+  SourceLoc loc;
+};
 
 struct KernelImpl;
 }  // namespace detail
@@ -203,25 +221,29 @@ class Kernel {
 
   // The traced IR text of the specialisation that these arguments select (nothing runs).
   template <class... Args>
-  std::string ir(const Args&... args) const {
-    std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
-    return ir_for(a);
+  std::string ir(detail::CallArg first, const Args&... rest) const {
+    std::array<detail::LaunchArg, 1 + sizeof...(Args)> a{first.arg, detail::to_launch_arg(rest)...};
+    return ir_for(a, true, first.loc);
   }
-  std::string ir_for(std::span<const detail::LaunchArg> args, bool locations = true) const;
+  std::string ir(TILEDSL_LOC) const { return ir_for(std::span<const detail::LaunchArg>(), true, loc); }
+  std::string ir_for(std::span<const detail::LaunchArg> args, bool locations = true,
+                     SourceLoc loc = SourceLoc::current()) const;
 
   // Compiles (without launching) the specialisation these arguments select, for TILEDSL_ARCH or
   // the GPU present; needs no GPU. `compile(tl::LaunchOptions{.num_warps = 8}, args...)` too.
   template <class... Args>
-  CompiledKernel compile(const Args&... args) const {
-    std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
-    return compile_for({}, a);
+  CompiledKernel compile(detail::CallArg first, const Args&... rest) const {
+    std::array<detail::LaunchArg, 1 + sizeof...(Args)> a{first.arg, detail::to_launch_arg(rest)...};
+    return compile_for({}, a, first.loc);
   }
+  CompiledKernel compile(TILEDSL_LOC) const { return compile_for(LaunchOptions{}, std::span<const detail::LaunchArg>(), loc); }
   template <class... Args>
-  CompiledKernel compile(const LaunchOptions& o, const Args&... args) const {
+  CompiledKernel compile(detail::CallOptions<LaunchOptions> o, const Args&... args) const {
     std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
-    return compile_for(o, a);
+    return compile_for(o.options, a, o.loc);
   }
-  CompiledKernel compile_for(const LaunchOptions& o, std::span<const detail::LaunchArg> args) const;
+  CompiledKernel compile_for(const LaunchOptions& o, std::span<const detail::LaunchArg> args,
+                             SourceLoc loc = SourceLoc::current()) const;
   // How many times the kernel has been traced (once per specialisation).
   size_t trace_count() const;
   const std::string& name() const;

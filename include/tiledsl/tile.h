@@ -275,14 +275,15 @@ class Tile : public Handle {
     return Tile(v);
   }
 
-  Tile operator-() const { return Tile(detail::unary(UnOp::neg, value(), SourceLoc::current())); }
-  Tile operator~() const {
+  // Friends taking detail::At, as the binary operators, so that an error names the user's line.
+  friend Tile operator-(detail::At<T> a) { return Tile(detail::unary(UnOp::neg, a.t.value(), a.loc)); }
+  friend Tile operator~(detail::At<T> a) {
     static_assert(detail::is_int_v<T>, "tiledsl: ~ needs an integer or boolean tile");
-    return Tile(detail::unary(UnOp::bnot, value(), SourceLoc::current()));
+    return Tile(detail::unary(UnOp::bnot, a.t.value(), a.loc));
   }
-  Tile operator!() const {
+  friend Tile operator!(detail::At<T> a) {
     static_assert(std::is_same_v<T, bool>, "tiledsl: ! needs a boolean tile; use ~ for bitwise not");
-    return Tile(detail::unary(UnOp::bnot, value(), SourceLoc::current()));
+    return Tile(detail::unary(UnOp::bnot, a.t.value(), a.loc));
   }
 
 #define TILEDSL_ARITH(OP, KIND, CHECK)                                                                         \

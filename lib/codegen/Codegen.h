@@ -2,6 +2,7 @@
 // free of LLVM types: callers outside lib/codegen never see LLVM.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "ir/IR.h"
@@ -25,6 +26,8 @@ std::string emit_llvm_ir(const ir::Function& f, const CompileOptions& opts);
 // (`shared_bytes` on the function), which codegen declares as one `.extern .shared` array (the
 // runtime opts in above 48 KiB). Measured on the H200: no slower than a static array.
 int64_t dynamic_shared_bytes(const ir::Function& f);
+// The most shared memory one program may use on `arch`; compiling a kernel that needs more is an error.
+int64_t max_shared_bytes(const std::string& arch);
 
 // The kernel as PTX: lower, link libdevice when a math function needs it, optimise at O3,
 // verify, and emit with LLVM's NVPTX backend. Throws tiledsl::Error on an unsupported op.

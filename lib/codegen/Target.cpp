@@ -19,6 +19,7 @@
 
 #include "codegen/Codegen.h"
 #include "codegen/Lower.h"
+#include "ir/Verifier.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::codegen {
@@ -89,6 +90,12 @@ void link_libdevice(llvm::Module& m) {
 
 std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts,
                                     llvm::TargetMachine& tm) {
+  ir::check_num_warps(opts.num_warps, fmt::format("codegen: kernel '{}'", f.name));
+  // Checked before lowering, which would take long over tiles this large for nothing.
+  int64_t smem = dynamic_shared_bytes(f), limit = max_shared_bytes(opts.arch);
+  if (smem > limit)
+    throw Error(fmt::format("codegen: kernel '{}' needs {} bytes of shared memory; {} gives a program at most {} "
+                            "(use smaller tiles)", f.name, smem, opts.arch, limit));
   auto m = lower_to_llvm(f, ctx, opts);
   m->setTargetTriple(kTriple);
   m->setDataLayout(tm.createDataLayout());
@@ -110,6 +117,11 @@ std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ct
   return m;
 }
 }  // namespace
+
+int64_t max_shared_bytes(const std::string& arch) {
+  // The opt-in maximum per block: 227 KiB on sm_90, 163 KiB on sm_80.
+  return arch.rfind("sm_90", 0) == 0 ? 232448 : 166912;
+}
 
 std::string emit_llvm_ir(const ir::Function& f, const CompileOptions& opts) {
   llvm::LLVMContext ctx;

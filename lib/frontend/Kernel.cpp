@@ -228,9 +228,13 @@ const runtime::GpuKernel* gpu_kernel(KernelImpl& k, detail::Specialization& spec
 void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o, std::span<const LaunchArg> args,
                 Dim3 grid) {
   const runtime::GpuKernel* gk = gpu_kernel(k, spec, o);
-  std::array<runtime::GpuArg, 64> packed;
+  // Fixed storage for the usual kernel; one with more parameters packs into the heap.
+  std::array<runtime::GpuArg, 64> fixed;
+  std::vector<runtime::GpuArg> heap;
+  if (args.size() > fixed.size()) heap.resize(args.size());
+  std::span<runtime::GpuArg> packed = heap.empty() ? std::span(fixed) : std::span(heap);
   size_t n = 0;
-  for (size_t i = 0; i < args.size() && n < packed.size(); ++i) {
+  for (size_t i = 0; i < args.size(); ++i) {
     uint64_t bits = 0;
     switch (k.specs[i].kind) {
       case ParamKind::constexpr_: continue;
@@ -279,13 +283,35 @@ Kernel::Kernel(std::string name, std::vector<std::string> params, std::vector<Pa
   if (impl_->params.size() != impl_->specs.size())
     user_error(impl_->def_loc, impl_->name, "kernel", "{} parameter names ({}) for a lambda of {} parameters",
                impl_->params.size(), fmt::join(impl_->params, ", "), impl_->specs.size());
+  if (!ir::is_identifier(impl_->name))
+    user_error(impl_->def_loc, "", "kernel", "kernel name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most "
+               "200 characters): it names the GPU function", impl_->name);
   std::set<std::string> seen;
-  for (const auto& p : impl_->params)
+  for (const auto& p : impl_->params) {
+    if (!ir::is_identifier(p))
+      user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' is not an identifier", p);
     if (!seen.insert(p).second) user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' appears twice", p);
+  }
 }
+
+namespace {
+// What launching, preparing, compiling or printing a kernel checks before its arguments.
+void check_call(const KernelImpl& k, const LaunchOptions* o, const SourceLoc& loc, const char* what) {
+  if (frontend::tracing())
+    user_error(where(loc), k.name, what, "called inside a kernel body while it is traced; kernels cannot launch "
+               "kernels (call a C++ function that builds the tiles instead)");
+  if (!o) return;
+  if (o->num_warps <= 0 || (o->num_warps & (o->num_warps - 1)) != 0 || o->num_warps > ir::kMaxNumWarps)
+    user_error(where(loc), k.name, what, "num_warps must be a power of two from 1 to {}, got {}", ir::kMaxNumWarps,
+               o->num_warps);
+  if (o->num_stages < 1 || o->num_stages > 8)
+    user_error(where(loc), k.name, what, "num_stages must be from 1 to 8, got {}", o->num_stages);
+}
+}  // namespace
 
 void Kernel::prepare(const LaunchOptions& o, std::span<const LaunchArg> args) const {
   KernelImpl& k = *impl_;
+  check_call(k, &o, SourceLoc::current(), "prepare");
   Device device = check_args(k, args, SourceLoc::current());
   auto spec = specialise(k, args);
   if (device == Device::cuda) gpu_kernel(k, *spec, o);
@@ -293,6 +319,7 @@ void Kernel::prepare(const LaunchOptions& o, std::span<const LaunchArg> args) co
 
 void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const LaunchArg> args) const {
   KernelImpl& k = *impl_;
+  check_call(k, &o, g.loc(), "launch");
   Device device = check_args(k, args, g.loc());
   Dim3 d = g.resolve(Meta(k, args, g.loc()));
   if (d.x <= 0 || d.y <= 0 || d.z <= 0)
@@ -301,8 +328,6 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
   if (device == Device::cuda && (d.y > 65535 || d.z > 65535 || d.x > 2147483647))
     user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) exceeds the GPU's limits (2^31 - 1, 65535, 65535)",
                d.x, d.y, d.z);
-  if (o.num_warps <= 0 || (o.num_warps & (o.num_warps - 1)) != 0 || o.num_warps > 32)
-    user_error(where(g.loc()), k.name, "launch", "num_warps must be a power of two from 1 to 32, got {}", o.num_warps);
   auto spec = specialise(k, args);
   dump_ir(*spec, k.mu, o.num_warps);
   if (device == Device::cuda) return launch_gpu(k, *spec, o, args, d);
@@ -329,13 +354,15 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
   runtime::interpret(*spec->fn, iargs, {d.x, d.y, d.z}, runtime::default_interpreter_threads());
 }
 
-std::string Kernel::ir_for(std::span<const LaunchArg> args, bool locations) const {
-  check_args(*impl_, args, SourceLoc::current());
+std::string Kernel::ir_for(std::span<const LaunchArg> args, bool locations, SourceLoc loc) const {
+  check_call(*impl_, nullptr, loc, "ir");
+  check_args(*impl_, args, loc);
   return ir::print(*specialise(*impl_, args)->fn, {locations});
 }
 
-CompiledKernel Kernel::compile_for(const LaunchOptions& o, std::span<const LaunchArg> args) const {
-  check_args(*impl_, args, SourceLoc::current());
+CompiledKernel Kernel::compile_for(const LaunchOptions& o, std::span<const LaunchArg> args, SourceLoc loc) const {
+  check_call(*impl_, &o, loc, "compile");
+  check_args(*impl_, args, loc);
   const ir::Function& f = *specialise(*impl_, args)->fn;
   CompiledKernel c;
   c.name = f.name;

@@ -1,6 +1,8 @@
 // The untyped half of the language (tiledsl/tile.h): each function forwards to the checked
 // builder of the active trace.
+#include <deque>
 #include <filesystem>
+#include <mutex>
 
 #include "frontend/Trace.h"
 #include "support/Error.h"
@@ -23,8 +25,9 @@ ir::Builder& builder(const std::source_location& loc) {
   return *active;
 }
 
+bool tracing() { return active != nullptr; }
+
 TraceScope::TraceScope(ir::Builder& b) : saved_(active) { active = &b; }
-TraceScope::~TraceScope() { active = saved_; }
 }  // namespace frontend
 
 // --- Handle registry ------------------------------------------------------------------------
@@ -47,6 +50,36 @@ void Handle::unlink() {
   else HandleAccess::head = next_;
   if (next_) next_->prev_ = prev_;
 }
+
+namespace frontend {
+namespace {
+// The kernel a value belongs to: up through the blocks and ops that hold it.
+const ir::Block* root_block(const ir::Value* v) {
+  const ir::Block* b = v->def ? v->def->parent : v->owner;
+  while (b && b->parent) b = b->parent->parent;
+  return b;
+}
+
+// Stand-ins for the values of retired tiles: of the same type, defined nowhere, never freed.
+ir::Value* tombstone(ir::Type t) {
+  static std::mutex mu;
+  static auto* graves = new std::deque<ir::Value>;
+  std::lock_guard lock(mu);
+  graves->emplace_back();
+  graves->back().type = t;
+  return &graves->back();
+}
+}  // namespace
+
+TraceScope::~TraceScope() {
+  const ir::Block* body = &active->function().body;
+  for (Handle* h = HandleAccess::head; h; h = HandleAccess::next(h)) {
+    ir::Value*& v = HandleAccess::value(h);
+    if (v && root_block(v) == body) v = tombstone(v->type);
+  }
+  active = saved_;
+}
+}  // namespace frontend
 
 namespace detail {
 using frontend::builder;

@@ -140,7 +140,12 @@ class Verifier {
     }
     for (size_t i = 0; i < b.ops.size(); ++i) {
       const Op& o = *b.ops[i];
-      for (const Value* v : o.operands) expect(v && visible_.count(v), o, "uses a value not defined before it in scope");
+      for (const Value* v : o.operands) {
+        expect(v, o, "has a missing operand");
+        expect(v->def || v->owner, o, "uses a tile from a trace that has ended (a tl::Tile kept outside the kernel "
+                                      "body that made it)");
+        expect(visible_.count(v), o, "uses a value not defined before it in scope");
+      }
       bool last = i + 1 == b.ops.size();
       if (o.kind == OpKind::Yield) expect(last && parent, o, "yield must end a region");
       check(o);

@@ -4,6 +4,7 @@
 // line from __LINE__ on the line that writes the grid.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -518,4 +519,81 @@ TEST_CASE("a loop whose step is zero or negative", "[error]") {
   REQUIRE_NOTHROW(k[tl::grid(1)](x, 16, 3));
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x, 16, 0), err("stepped", "for: step must be positive, got 0 (program (0, 0, 0))"));
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x, 16, -2), err("stepped", "for: step must be positive, got -2 (program (0, 0, 0))"));
+}
+
+// --- Calls that name the caller's line (review of 2026-12-03) -------------------------------
+TEST_CASE("ir() and compile() with wrong arguments name the caller's line", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000);
+  auto ir = [&] { return k.ir(x, x, 1000); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(ir(), err(line, "copy", "launch: expects 4 arguments (x, out, n, BLOCK) but got 3"));
+  auto compile = [&] { return k.compile(x, 1000, 1000, 256); }; const int line2 = __LINE__;
+  REQUIRE_THROWS_WITH(compile(), err(line2, "copy", "launch: argument 2 ('out') expects a tensor of f32 "
+                                                    "(tl::Ptr<f32>), got the integer 1000"));
+  tl::LaunchOptions o;
+  o.num_warps = 6;
+  auto bad_warps = [&] { return k.compile(o, x, x, 1000, 256); }; const int line3 = __LINE__;
+  REQUIRE_THROWS_WITH(bad_warps(), err(line3, "copy", "compile: num_warps must be a power of two from 1 to 32, got 6"));
+  o.num_warps = 64;
+  REQUIRE_THROWS_WITH(bad_warps(), err(line3, "copy", "compile: num_warps must be a power of two from 1 to 32, got 64"));
+}
+
+TEST_CASE("unary -, ~ and ! name the user's line", "[error]") {
+  auto k = tl::kernel("negate_ptr", {"x"}, [](tl::Ptr<float> x) {
+    auto p = x + tl::arange(0, 16);
+    MARK; auto q = -p;
+    tl::store(q, 1.0f);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("negate_ptr", "neg: operand is a pointer tile (tile<16xptr<f32>>)"));
+}
+
+TEST_CASE("kernel and parameter names must be identifiers", "[error]") {
+  auto bad_name = [] {
+    MARK; return tl::kernel("my-kernel", {"x"}, [](tl::Ptr<float>) {});
+  };
+  REQUIRE_THROWS_WITH(bad_name(), "test_errors.cpp:" + std::to_string(g_line) +
+                                      ": error: kernel: kernel name 'my-kernel' is not an identifier "
+                                      "([A-Za-z_][A-Za-z0-9_]*, at most 200 characters): it names the GPU function");
+  auto bad_param = [] {
+    MARK; return tl::kernel("k", {"0x"}, [](tl::Ptr<float>) {});
+  };
+  REQUIRE_THROWS_WITH(bad_param(), err("k", "kernel: parameter name '0x' is not an identifier"));
+}
+
+TEST_CASE("a kernel launched from its own body is an error, not a deadlock", "[error]") {
+  static tl::Kernel* self = nullptr;
+  static int launch_line = 0;
+  tl::Kernel k = tl::kernel("recurse", {"x"}, [](tl::Ptr<float> x) {
+    tl::store(x, 1.0f);
+    auto t = tl::Tensor::zeros({4}, tl::DType::f32, tl::Device::cpu);
+    launch_line = __LINE__ + 1;
+    (*self)[tl::grid(1)](t);
+  });
+  self = &k;
+  auto x = f32(4);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err(launch_line, "recurse", "launch: called inside a kernel body while it is traced; kernels "
+                                                  "cannot launch kernels (call a C++ function that builds the tiles "
+                                                  "instead)"));
+}
+
+TEST_CASE("a tile kept past a failed trace is an error in the next trace, not a use after free", "[error]") {
+  static std::optional<tl::Tile<float>> kept;
+  static bool fail = true;
+  auto k = tl::kernel("keeps", {"x"}, [](tl::Ptr<float> x) {
+    auto v = tl::load(x + tl::arange(0, 16));
+    if (!kept) kept = v;
+    if (fail) {
+      MARK; tl::store(x + tl::arange(0, 32), v);  // a shape mistake: this trace fails
+    }
+    MARK; tl::store(x + tl::arange(0, 16), *kept + 1.0f);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS(k[tl::grid(1)](x));
+  fail = false;
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      "test_errors.cpp:" + std::to_string(g_line) + ": verifier: in kernel 'keeps': add: uses a tile "
+                      "from a trace that has ended (a tl::Tile kept outside the kernel body that made it)");
+  kept.reset();
 }
