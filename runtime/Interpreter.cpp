@@ -55,6 +55,11 @@ struct RVal {
 };
 
 constexpr int kSlotShift = 40;  // pointer arguments live at (slot + 1) << 40 in a virtual address space
+// Where a pointer moved out of its argument's window goes: far below every slot.
+constexpr int64_t kPoisoned = std::numeric_limits<int64_t>::min() / 2;
+int64_t slot_of(int64_t addr) {
+  return static_cast<int64_t>((static_cast<uint64_t>(addr) + (uint64_t{1} << (kSlotShift - 1))) >> kSlotShift) - 1;
+}
 
 bool holds_float(Type t) { return !t.element().is_pointer() && is_float(t.dtype()); }
 
@@ -167,10 +172,11 @@ class Program {
 
   // Address of element `flat` of a pointer tile, checked against its allocation.
   char* address(const Op& op, int64_t addr, DType elem, const Type& ptr_type, size_t flat) {
-    int64_t slot = ((addr + (int64_t{1} << (kSlotShift - 1))) >> kSlotShift) - 1;
+    int64_t slot = addr < 0 ? -1 : slot_of(addr);
     int64_t size = byte_size(elem);
     if (slot < 0 || slot >= static_cast<int64_t>(l_.allocs.size()))
-      fail(op, fmt::format("access through an invalid pointer at index {} of the tile", index_str(ptr_type.shape(), flat)));
+      fail(op, fmt::format("access through an invalid pointer at index {} of the tile{}", index_str(ptr_type.shape(), flat),
+                           addr == kPoisoned ? " (pointer arithmetic moved it 2^39 bytes or more outside its tensor)" : ""));
     const Alloc& a = l_.allocs[static_cast<size_t>(slot)];
     int64_t offset = addr - ((slot + 1) << kSlotShift);
     if (offset < 0 || offset + size > static_cast<int64_t>(a.bytes))
@@ -380,12 +386,14 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
     }
     case OpKind::AddPtr: {
       int64_t size = byte_size(op.operands[0]->type.pointee().dtype());
-      DType od = op.operands[1]->type.dtype();
       out.i.resize(n);
       for (size_t j = 0; j < n; ++j) {
-        int64_t off = at_i(1, j);
-        if (od == DType::u64) off = static_cast<int64_t>(static_cast<uint64_t>(off));
-        out.i[j] = at_i(0, j) + off * size;
+        // Wrapping, as on the GPU; a pointer moved out of its argument's window of the address
+        // space (2^39 bytes or more away) is poisoned: it could otherwise land in another
+        // argument, and the memory checker would take it for an access there.
+        uint64_t p = static_cast<uint64_t>(at_i(0, j)) + static_cast<uint64_t>(at_i(1, j)) * static_cast<uint64_t>(size);
+        int64_t moved = static_cast<int64_t>(p);
+        out.i[j] = slot_of(moved) == slot_of(at_i(0, j)) ? moved : kPoisoned;
       }
       return;
     }
@@ -659,7 +667,9 @@ void interpret(const ir::Function& f, std::span<const InterpArg> args, std::arra
   TILEDSL_CHECK(f.num_values() > 0 || f.body.ops.empty(), "interpreter: values are not numbered");
   Launch l{f, {}, args, grid, {}};
   for (const auto& a : args) l.allocs.push_back({static_cast<char*>(a.base), a.bytes, a.name});
-  int64_t total = grid[0] * grid[1] * grid[2];
+  int64_t total = 0;
+  TILEDSL_CHECK(!__builtin_mul_overflow(grid[0], grid[1], &total) && !__builtin_mul_overflow(total, grid[2], &total),
+                "interpreter: the grid's program count overflows (the launch checks it)");
   auto pid_of = [&](int64_t p) {
     return std::array<int64_t, 3>{p % grid[0], (p / grid[0]) % grid[1], p / (grid[0] * grid[1])};
   };

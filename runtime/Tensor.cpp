@@ -37,9 +37,15 @@ struct SplitMix {
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 };
 
-void check_shape(const std::vector<int64_t>& shape) {
-  for (int64_t d : shape)
+// Rejects negative dimensions and shapes whose size in bytes does not fit in 63 bits (they
+// would wrap to a small allocation).
+void check_shape(const std::vector<int64_t>& shape, DType dtype) {
+  int64_t bytes = byte_size(dtype);
+  for (int64_t d : shape) {
     if (d < 0) throw Error(fmt::format("Tensor: negative dimension in shape [{}]", fmt::join(shape, ", ")));
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      throw Error(fmt::format("Tensor: shape [{}] of {} is larger than 2^63 bytes", fmt::join(shape, ", "), name(dtype)));
+  }
 }
 
 // Fills on the host, then copies to the tensor's device: the same values everywhere.
@@ -66,7 +72,7 @@ const cuda::Driver& gpu(const char* what) {
 }  // namespace
 
 Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device device) {
-  check_shape(shape);
+  check_shape(shape, dtype);
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
@@ -77,6 +83,7 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device devi
   t.storage_->bytes = t.nbytes();
   t.storage_->device = device;
   if (device == Device::cpu) {
+    if (bytes > SIZE_MAX - 63) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
     t.storage_->ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   } else {
     cuda::CUdeviceptr p = 0;

@@ -18,6 +18,7 @@
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
+#include "tools/ToolOptions.h"
 #include "runtime/cuda/NvJitLink.h"
 #include "tiledsl/error.h"
 
@@ -79,9 +80,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* flag) { return a.substr(std::string(flag).size()); };
-    if (a.rfind("--arch=", 0) == 0) o.arch = value("--arch=");
-    else if (a.rfind("--num-warps=", 0) == 0) o.num_warps = std::atoi(value("--num-warps=").c_str());
-    else if (a.rfind("--num-stages=", 0) == 0) o.num_stages = std::atoi(value("--num-stages=").c_str());
+    if (a.rfind("--arch=", 0) == 0) o.arch = tools::arch_option("tiledsl-aot", value("--arch="));
+    else if (a.rfind("--num-warps=", 0) == 0) o.num_warps = tools::num_warps_option("tiledsl-aot", value("--num-warps="));
+    else if (a.rfind("--num-stages=", 0) == 0) o.num_stages = tools::int_option("tiledsl-aot", "--num-stages", value("--num-stages="), 1, 8);
     else if (a.rfind("--name=", 0) == 0) o.name = value("--name=");
     else if (a.rfind("--out-dir=", 0) == 0) o.out_dir = value("--out-dir=");
     else if (a.rfind("--ptxas=", 0) == 0) o.ptxas = value("--ptxas=");
@@ -91,6 +92,9 @@ int main(int argc, char** argv) {
     else o.input = a;
   }
   if (o.input.empty()) usage("no input");
+  // The name becomes C identifiers and a macro in the generated launcher.
+  if (!o.name.empty() && !ir::is_identifier(o.name))
+    usage("--name must be a C identifier ([A-Za-z_][A-Za-z0-9_]*), got '" + o.name + "'");
   try {
     auto f = ir::parse(read(o.input));
     ir::verify(*f);

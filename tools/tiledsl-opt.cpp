@@ -10,6 +10,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
+#include "tools/ToolOptions.h"
 #ifdef TILEDSL_ENABLE_CODEGEN
 #include "codegen/Codegen.h"
 #endif
@@ -23,7 +24,7 @@ const char* kUsage =
     "  --pass=NAME        run pass NAME (repeatable; in the order given, verifying after each)\n"
     "  --list-passes      print every pass, in pipeline order, with what it does\n"
     "  --assign-layouts   same as --pass=assign-layouts\n"
-    "  --num-warps=N      warps per program for layouts and codegen (default 4)\n"
+    "  --num-warps=N      warps per program for layouts and codegen: 1, 2, 4, 8, 16 or 32 (default 4)\n"
     "  --emit=llvm|ptx    run the pass pipeline and print LLVM IR (after O3) or PTX\n"
     "  --arch=sm_80|sm_90 the GPU to compile for (default sm_80)\n"
     "  --O0               skip LLVM's O3 pipeline (readable --emit=llvm)\n"
@@ -55,9 +56,9 @@ int main(int argc, char** argv) {
     }
     else if (a == "--O0") optimize = false;
     else if (a == "--no-fp-fusion") fp_fusion = false;
-    else if (starts_with(a, "--num-warps=")) num_warps = std::stoi(a.substr(12));
+    else if (starts_with(a, "--num-warps=")) num_warps = tiledsl::tools::num_warps_option("tiledsl-opt", a.substr(12));
     else if (starts_with(a, "--emit=")) emit = a.substr(7);
-    else if (starts_with(a, "--arch=")) arch = a.substr(7);
+    else if (starts_with(a, "--arch=")) arch = tiledsl::tools::arch_option("tiledsl-opt", a.substr(7));
     else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return 0;

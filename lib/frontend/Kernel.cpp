@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 
 #include "frontend/Trace.h"
@@ -325,6 +326,9 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
   if (d.x <= 0 || d.y <= 0 || d.z <= 0)
     user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) has a dimension below 1; every dimension must be at least 1",
                d.x, d.y, d.z);
+  int64_t programs = 0;
+  if (__builtin_mul_overflow(d.x, d.y, &programs) || __builtin_mul_overflow(programs, d.z, &programs))
+    user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) has more than 2^63 programs", d.x, d.y, d.z);
   if (device == Device::cuda && (d.y > 65535 || d.z > 65535 || d.x > 2147483647))
     user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) exceeds the GPU's limits (2^31 - 1, 65535, 65535)",
                d.x, d.y, d.z);
@@ -351,7 +355,12 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
     }
     iargs.push_back(std::move(a));
   }
-  runtime::interpret(*spec->fn, iargs, {d.x, d.y, d.z}, runtime::default_interpreter_threads());
+  try {
+    runtime::interpret(*spec->fn, iargs, {d.x, d.y, d.z}, runtime::default_interpreter_threads());
+  } catch (const std::bad_alloc&) {
+    user_error(where(g.loc()), k.name, "launch", "the interpreter ran out of host memory for the kernel's tiles "
+               "(each value of a program is held whole; use smaller tiles)");
+  }
 }
 
 std::string Kernel::ir_for(std::span<const LaunchArg> args, bool locations, SourceLoc loc) const {

@@ -186,9 +186,10 @@ class Verifier {
         fail(o, fmt::format("attribute '{}' must be {}, got {}", a.name, want, attr_str(it->second)));
       }
     }
-    for (const auto& [k, v] : o.attrs) {
-      bool declared = std::any_of(s.attrs.begin(), s.attrs.end(), [&](const AttrSpec& a) { return a.name == k; });
-      expect(declared, o, fmt::format("has no attribute '{}'", k));
+    for (const auto& entry : o.attrs) {
+      const std::string& name = entry.first;
+      bool declared = std::any_of(s.attrs.begin(), s.attrs.end(), [&](const AttrSpec& a) { return a.name == name; });
+      expect(declared, o, fmt::format("has no attribute '{}'", name));
     }
     for (const auto& r : o.results)
       if (auto p = type_problem(r->type); !p.empty()) fail(o, "result type " + p);

@@ -14,6 +14,7 @@ params = lit_config.params
 build = params.get("tiledsl_bin", "")
 llvm_bin = params.get("llvm_bin", "/usr/lib/llvm-19/bin")
 config.substitutions.append(("%tiledsl-opt", os.path.join(build, "tools", "tiledsl-opt")))
+config.substitutions.append(("%tiledsl-aot", os.path.join(build, "tools", "tiledsl-aot")))
 config.substitutions.append(("FileCheck", os.path.join(llvm_bin, "FileCheck")))
 config.substitutions.append(("not ", os.path.join(llvm_bin, "not") + " "))
 config.substitutions.append(("split-file", os.path.join(llvm_bin, "split-file")))

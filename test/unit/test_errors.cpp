@@ -597,3 +597,34 @@ TEST_CASE("a tile kept past a failed trace is an error in the next trace, not a 
                       "from a trace that has ended (a tl::Tile kept outside the kernel body that made it)");
   kept.reset();
 }
+
+TEST_CASE("a 64-bit offset of 2^40 bytes or more does not land in another tensor", "[error]") {
+  auto k = tl::kernel("far", {"x", "y", "off"}, [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Int64 off) {
+    auto offs = tl::arange(0, 16);
+    MARK; auto v = tl::load(x + off + offs);
+    tl::store(y + offs, v);
+  });
+  auto x = f32(16), y = f32(16);
+  REQUIRE_NOTHROW(k[tl::grid(1)](x, y, int64_t{0}));
+  // 2^38 elements of f32 = 2^40 bytes: the next argument's window of the interpreter's address space.
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, y, int64_t{1} << 38),
+                      err("far", "load: access through an invalid pointer at index [0] of the tile (pointer arithmetic "
+                                 "moved it 2^39 bytes or more outside its tensor) (program (0, 0, 0))"));
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x, y, int64_t{3} << 40),
+                      err("far", "load: access through an invalid pointer at index [0] of the tile (pointer arithmetic "
+                                 "moved it 2^39 bytes or more outside its tensor) (program (0, 0, 0))"));
+}
+
+TEST_CASE("a grid of more than 2^63 programs", "[error]") {
+  auto k = copy_kernel();
+  auto x = f32(1000), out = f32(1000);
+  auto launch = [&] { k[tl::grid(int64_t{1} << 40, int64_t{1} << 20, int64_t{1} << 20)](x, out, 1000, 256); }; const int line = __LINE__;
+  REQUIRE_THROWS_WITH(launch(), err(line, "copy", "launch: grid (1099511627776, 1048576, 1048576) has more than 2^63 "
+                                                  "programs"));
+}
+
+TEST_CASE("a tensor shape whose size overflows", "[error]") {
+  REQUIRE_THROWS_WITH(tl::Tensor::zeros({int64_t{1} << 32, int64_t{1} << 32}, tl::DType::f32, kCpu),
+                      "Tensor: shape [4294967296, 4294967296] of f32 is larger than 2^63 bytes");
+  REQUIRE_THROWS_WITH(tl::Tensor::empty({-1, 4}, tl::DType::f32, kCpu), "Tensor: negative dimension in shape [-1, 4]");
+}
