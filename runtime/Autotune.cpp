@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "runtime/Files.h"
 #include "runtime/cuda/DiskCache.h"
 #include "runtime/cuda/Driver.h"
 
@@ -117,6 +118,14 @@ bool print_autotuning() {
 // The on-disk record of a choice: keyed by the kernel's traced IR (of the first config that
 // traces), the key values, the GPU and the compiler version, holding the chosen config's text
 // (checked against the configs on reading).
+// The config line of a record; nothing when there is none or the file is not a small regular
+// file (a FIFO or a device must not block or flood the launch).
+std::optional<std::string> read_record(const std::filesystem::path& p) {
+  auto text = runtime::read_regular_file(p, 4096);
+  if (!text) return std::nullopt;
+  return text->substr(0, text->find('\n'));
+}
+
 std::filesystem::path record_path(const Autotuner::Impl& t, std::span<const detail::LaunchArg> user,
                                   const std::vector<int64_t>& key) {
   std::string ir;
@@ -130,7 +139,7 @@ std::filesystem::path record_path(const Autotuner::Impl& t, std::span<const deta
   }
   std::string gpu = cuda::driver() ? cuda::device_info().name : "cpu";
   std::string all = fmt::format("{}\n{}\n{}\n{}", ir, fmt::join(key, ","), gpu, fmt::join(t.kernel.params(), ","));
-  std::string h = runtime::cache_key(all, "autotune", 0, 0);
+  std::string h = runtime::hash128(all);
   return std::filesystem::path(runtime::cache_dir()) / "autotune" / (t.kernel.name() + "-" + h + ".txt");
 }
 }  // namespace
@@ -187,12 +196,9 @@ std::optional<Config> Autotuner::lookup(std::span<const detail::LaunchArg> user)
   t.tuning_key(full, key);
   std::lock_guard lock(t.mu);
   if (auto it = t.chosen.find(key); it != t.chosen.end()) return t.configs[it->second];
-  if (std::ifstream in(record_path(t, user, key)); in) {
-    std::string line;
-    std::getline(in, line);
+  if (auto line = read_record(record_path(t, user, key)))
     for (const auto& c : t.configs)
-      if (c.str() == line) return c;
-  }
+      if (c.str() == *line) return c;
   return std::nullopt;
 }
 
@@ -206,12 +212,9 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
   if (auto it = t.chosen.find(key); it != t.chosen.end()) return it->second;
 
   auto record = record_path(t, user, key);
-  if (std::ifstream in(record); in) {
-    std::string line;
-    std::getline(in, line);
+  if (auto line = read_record(record))
     for (size_t i = 0; i < t.configs.size(); ++i)
-      if (t.configs[i].str() == line) return t.chosen[key] = i;
-  }
+      if (t.configs[i].str() == *line) return t.chosen[key] = i;
 
   Args args(t.kernel, full);
   std::vector<size_t> candidates;
@@ -291,10 +294,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
   if (!best) t.fail(fmt::format("no config can run:\n  {}", fmt::join(reasons, "\n  ")));
   std::error_code ec;
   std::filesystem::create_directories(record.parent_path(), ec);
-  auto tmp = record;
-  tmp += fmt::format(".tmp.{}", static_cast<const void*>(&key));
-  if (std::ofstream out(tmp); out) out << t.configs[*best].str() << "\n";
-  std::filesystem::rename(tmp, record, ec);  // atomic: another process sees all or nothing
+  runtime::write_file_atomically(record, t.configs[*best].str() + "\n");  // failure: tune again next time
   return t.chosen[key] = *best;
 }
 

@@ -9,3 +9,4 @@
 #include "tiledsl/kernel.h"
 #include "tiledsl/tensor.h"
 #include "tiledsl/tile.h"
+#include "tiledsl/version.h"

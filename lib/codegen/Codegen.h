@@ -26,6 +26,10 @@ std::string emit_llvm_ir(const ir::Function& f, const CompileOptions& opts);
 // (`shared_bytes` on the function), which codegen declares as one `.extern .shared` array (the
 // runtime opts in above 48 KiB). Measured on the H200: no slower than a static array.
 int64_t dynamic_shared_bytes(const ir::Function& f);
+// LLVM's version and the libdevice that would be linked (path, size, modification time): what
+// besides the IR and the options decides the PTX (the kernel cache's key holds it).
+std::string compiler_identity();
+
 // The most shared memory one program may use on `arch`; compiling a kernel that needs more is an error.
 int64_t max_shared_bytes(const std::string& arch);
 

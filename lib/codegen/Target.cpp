@@ -13,6 +13,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <llvm/Config/llvm-config.h>
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fmt/format.h>
 #include <mutex>
@@ -117,6 +120,14 @@ std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ct
   return m;
 }
 }  // namespace
+
+std::string compiler_identity() {
+  std::string path = libdevice_path();
+  struct stat st {};
+  bool found = ::stat(path.c_str(), &st) == 0;
+  return fmt::format("LLVM {}; libdevice {} {} {}", LLVM_VERSION_STRING, path, found ? st.st_size : -1,
+                     found ? static_cast<int64_t>(st.st_mtime) : 0);
+}
 
 int64_t max_shared_bytes(const std::string& arch) {
   // The opt-in maximum per block: 227 KiB on sm_90, 163 KiB on sm_80.

@@ -25,6 +25,8 @@ void dump(const std::string& stem, const std::string& suffix, const std::string&
 }
 }  // namespace
 
+std::string compiler_identity() { return codegen::compiler_identity(); }
+
 GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, const std::string& arch,
                           bool keep_stages) {
   const int num_warps = o.num_warps, num_stages = o.num_stages;

@@ -1,27 +1,39 @@
 #include "runtime/cuda/DiskCache.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "runtime/Files.h"
+#include "runtime/cuda/Launcher.h"
+#include "tiledsl/version.h"
 
 namespace tiledsl::runtime {
 
 namespace {
-constexpr char kMagic[8] = {'T', 'L', 'C', 'A', 'C', 'H', 'E', '2'};
-// Part of every key: a new compiler version must not load an old binary.
-constexpr const char* kCompilerVersion = "tiledsl 0.3.0 / LLVM 19 NVPTX";
+constexpr char kMagic[8] = {'T', 'L', 'C', 'A', 'C', 'H', 'E', '3'};
+// No cubin of ours comes near this; a larger file is not read (and is replaced on the next write).
+constexpr uint64_t kMaxEntryBytes = uint64_t{256} << 20;
+constexpr uint64_t kMaxSharedBytes = uint64_t{1} << 20;
+constexpr size_t kHeaderBytes = sizeof kMagic + 4 * sizeof(uint64_t);
 
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+// Covers the sizes as well as the bytes, so that a shifted boundary between the entry name and
+// the binary is a miss, not a wrong hit.
+uint64_t checksum(const uint64_t sizes[3], const std::string& entry, const std::string& binary) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  XXH3_64bits_update(st, sizes, 3 * sizeof(uint64_t));
+  XXH3_64bits_update(st, entry.data(), entry.size());
+  XXH3_64bits_update(st, binary.data(), binary.size());
+  uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
   return h;
 }
-uint64_t checksum(const std::string& s) { return fnv1a(s, 1469598103934665603ull); }
 
 bool always_compile() {
   const char* e = std::getenv("TILEDSL_ALWAYS_COMPILE");
@@ -38,28 +50,25 @@ std::string cache_dir() {
 
 std::string cache_key(const std::string& ir_text, const std::string& target, int num_warps, int num_stages,
                       bool fp_fusion) {
-  std::string all = fmt::format("{}\n{}\nwarps={} stages={} fp_fusion={}\n{}", kCompilerVersion, target, num_warps,
-                                num_stages, fp_fusion, ir_text);
-  // Two independent 64-bit hashes (different offset bases) make an accidental collision negligible.
-  return fmt::format("{:016x}{:016x}", fnv1a(all, 1469598103934665603ull), fnv1a(all, 0x84222325cbf29ce4ull));
+  // Everything that decides the binary: our version, the compiler (LLVM, libdevice), the target,
+  // the options and the IR.
+  return hash128(fmt::format("tiledsl {}\n{}\n{}\nwarps={} stages={} fp_fusion={}\n{}", TILEDSL_VERSION,
+                             compiler_identity(), target, num_warps, num_stages, fp_fusion, ir_text));
 }
 
 std::optional<CachedBinary> cache_read(const std::string& key) {
   if (always_compile()) return std::nullopt;
-  std::ifstream in(std::filesystem::path(cache_dir()) / (key + ".cubin"), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string data = ss.str();
-  // Layout: magic, u64 entry size, u64 binary size, u64 shared bytes, u64 checksum of all
-  // three and the bytes, entry, binary.
-  constexpr size_t header = sizeof kMagic + 4 * sizeof(uint64_t);
-  if (data.size() < header || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  // Layout: magic, u64 entry size, u64 binary size, u64 shared bytes, u64 checksum of the three
+  // sizes and the bytes, entry, binary. Anything else is a miss.
+  auto data = read_regular_file(std::filesystem::path(cache_dir()) / (key + ".cubin"), kMaxEntryBytes);
+  if (!data || data->size() < kHeaderBytes || std::memcmp(data->data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
   uint64_t sizes[4];
-  std::memcpy(sizes, data.data() + sizeof kMagic, sizeof sizes);
-  if (data.size() != header + sizes[0] + sizes[1]) return std::nullopt;  // truncated or padded
-  CachedBinary b{data.substr(header, sizes[0]), data.substr(header + sizes[0]), static_cast<int>(sizes[2])};
-  if (checksum(fmt::format("{}\n{}{}", b.shared_bytes, b.entry, b.binary)) != sizes[3]) return std::nullopt;
+  std::memcpy(sizes, data->data() + sizeof kMagic, sizeof sizes);
+  uint64_t body = data->size() - kHeaderBytes;
+  if (sizes[0] > body || sizes[1] != body - sizes[0] || sizes[2] > kMaxSharedBytes) return std::nullopt;
+  CachedBinary b{data->substr(kHeaderBytes, sizes[0]), data->substr(kHeaderBytes + sizes[0]),
+                 static_cast<int>(sizes[2])};
+  if (b.entry.empty() || checksum(sizes, b.entry, b.binary) != sizes[3]) return std::nullopt;
   return b;
 }
 
@@ -67,23 +76,13 @@ void cache_write(const std::string& key, const CachedBinary& value) {
   std::error_code ec;
   std::filesystem::path dir = cache_dir();
   std::filesystem::create_directories(dir, ec);
-  std::filesystem::path tmp =
-      dir / fmt::format("{}.tmp.{}.{}", key, getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return;
-    uint64_t sizes[4] = {value.entry.size(), value.binary.size(), static_cast<uint64_t>(value.shared_bytes),
-                         checksum(fmt::format("{}\n{}{}", value.shared_bytes, value.entry, value.binary))};
-    out.write(kMagic, sizeof kMagic);
-    out.write(reinterpret_cast<const char*>(sizes), sizeof sizes);
-    out << value.entry << value.binary;
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, dir / (key + ".cubin"), ec);  // atomic: readers see all or nothing
-  if (ec) std::filesystem::remove(tmp, ec);
+  uint64_t sizes[4] = {value.entry.size(), value.binary.size(), static_cast<uint64_t>(value.shared_bytes), 0};
+  sizes[3] = checksum(sizes, value.entry, value.binary);
+  std::string data(kMagic, sizeof kMagic);
+  data.append(reinterpret_cast<const char*>(sizes), sizeof sizes);
+  data += value.entry;
+  data += value.binary;
+  write_file_atomically(dir / (key + ".cubin"), data);  // a failure leaves no file behind
 }
 
 }  // namespace tiledsl::runtime

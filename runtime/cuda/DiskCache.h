@@ -15,7 +15,8 @@ struct CachedBinary {
   int shared_bytes = 0;  // dynamic shared memory it launches with
 };
 
-// A 128-bit hash of everything that decides the binary, as 32 hex digits.
+// A 128-bit hash (XXH3) of everything that decides the binary, as 32 hex digits: the IR, the
+// target, the options, tiledsl's version and the compiler's identity (LLVM, libdevice).
 std::string cache_key(const std::string& ir_text, const std::string& target, int num_warps, int num_stages,
                       bool fp_fusion = true);
 

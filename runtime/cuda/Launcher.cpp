@@ -32,6 +32,7 @@ GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions&, const
                           "and TILEDSL_ENABLE_CODEGEN=ON)", f.name));
 }
 bool warm_up_compiler() { return false; }
+std::string compiler_identity() { return "no codegen"; }
 #endif
 
 std::string target_arch() {

@@ -45,6 +45,10 @@ GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, con
 // without codegen. Whether it produced PTX.
 bool warm_up_compiler();
 
+// What else decides the machine code, for the cache key: LLVM's version and the libdevice
+// linked (path, size, modification time). "no codegen" without it.
+std::string compiler_identity();
+
 // Registers, spill bytes and shared memory of compiled PTX: from the driver when a GPU is
 // present, else from `ptxas -v` when the toolkit is; -1 each, with `source` saying why, otherwise.
 struct ResourceUsage {

@@ -7,6 +7,8 @@
 #include <random>
 #include <thread>
 
+#include <sys/stat.h>
+
 #include "runtime/cuda/DiskCache.h"
 
 using namespace tiledsl::runtime;
@@ -108,4 +110,65 @@ TEST_CASE("concurrent writers and readers never see a partial entry", "[unit]") 
   for (auto& t : threads) t.join();
   CHECK(bad == 0);
   CHECK(cache_read(key));
+}
+
+TEST_CASE("cache entries that are not small regular files are misses, never blocks or floods", "[unit]") {
+  TempCacheDir tmp;
+  std::filesystem::create_directories(tmp.dir);
+  std::string key = cache_key("fifo", "sm_90", 4, 3);
+  auto file = tmp.dir / (key + ".cubin");
+  // A FIFO with no writer: opening it for reading would wait forever.
+  REQUIRE(mkfifo(file.c_str(), 0644) == 0);
+  CHECK(!cache_read(key));
+  std::filesystem::remove(file);
+  // A device that never ends: reading it whole would grow forever.
+  std::filesystem::create_symlink("/dev/zero", file);
+  CHECK(!cache_read(key));
+  std::filesystem::remove(file);
+  // A file over the size limit is not read (a sparse file: no disk used).
+  { std::ofstream(file) << "x"; }
+  std::filesystem::resize_file(file, (uint64_t{1} << 30) + 5);
+  CHECK(!cache_read(key));
+  std::filesystem::remove(file);
+  // After any of these, a write replaces the entry and reads work again.
+  cache_write(key, {"k", random_bytes(333, 9), 0});
+  CHECK(cache_read(key));
+}
+
+TEST_CASE("a crafted size header or a shifted name boundary is a miss, not a throw or a wrong hit", "[unit]") {
+  TempCacheDir tmp;
+  std::string key = cache_key("crafted", "sm_90", 4, 3);
+  auto file = tmp.dir / (key + ".cubin");
+  cache_write(key, {"kernel_a", random_bytes(1001, 3), 128});
+  REQUIRE(cache_read(key));
+  auto header_u64 = [&](int index, uint64_t v) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8 + index * 8);
+    f.write(reinterpret_cast<const char*>(&v), sizeof v);
+  };
+  // Entry and binary sizes that wrap around when added: must not pass the size check.
+  header_u64(0, ~uint64_t{0} - 10);
+  header_u64(1, 1001 + 8 + 11);
+  CHECK_NOTHROW(cache_read(key));
+  CHECK(!cache_read(key));
+  // The name ends one byte later (and the binary starts one later): same bytes, other split.
+  cache_write(key, {"kernel_a", random_bytes(1001, 3), 128});
+  header_u64(0, 9);
+  header_u64(1, 1000);
+  CHECK(!cache_read(key));
+  // An absurd shared-memory size.
+  cache_write(key, {"kernel_a", random_bytes(1001, 3), 128});
+  header_u64(2, uint64_t{1} << 40);
+  CHECK(!cache_read(key));
+}
+
+TEST_CASE("a write that cannot be renamed leaves no temporary file", "[unit]") {
+  TempCacheDir tmp;
+  std::string key = cache_key("blocked", "sm_90", 4, 3);
+  // A folder where the entry should go: the rename fails.
+  std::filesystem::create_directories(tmp.dir / (key + ".cubin") / "x");
+  cache_write(key, {"k", random_bytes(100, 4), 0});
+  CHECK(!cache_read(key));
+  for (const auto& e : std::filesystem::directory_iterator(tmp.dir))
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
 }
