@@ -8,6 +8,15 @@ void Lowering::lower_for(const ir::Op& op) {
   llvm::Value* hi = get(op.operands[1])[0];
   llvm::Value* step = get(op.operands[2])[0];
   bool uns = is_unsigned(op.operands[0]->type.dtype());
+  // A step of zero or less would loop forever: stop the kernel with the interpreter's message
+  // (a constant positive step, the usual case, needs no check).
+  auto* known = llvm::dyn_cast<llvm::ConstantInt>(step);
+  if (!known || (uns ? known->isZero() : !known->getValue().isStrictlyPositive())) {
+    llvm::Value* bad = uns ? b_.CreateICmpEQ(step, llvm::ConstantInt::get(step->getType(), 0))
+                           : b_.CreateICmpSLE(step, llvm::ConstantInt::get(step->getType(), 0));
+    llvm::Value* wide = uns ? b_.CreateZExt(step, b_.getInt64Ty()) : b_.CreateSExt(step, b_.getInt64Ty());
+    device_fail(bad, op, "for: step must be positive, got %lld", {wide}, "loop step must be positive");
+  }
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
   auto* loop = llvm::BasicBlock::Create(ctx_, "for.body", fn_);

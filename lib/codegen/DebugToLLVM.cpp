@@ -86,33 +86,38 @@ void Lowering::lower_print(const ir::Op& op) {
 void Lowering::lower_assert(const ir::Op& op) {
   const ir::Value* c = op.operands[0];
   ir::Type t = c->type;
-  std::string where = op.loc.line ? op.loc.str() : "<unknown>";
-  std::string format =
-      "%s: in kernel '%s': assert: device_assert failed at index " + index_format(t) + ": %s (program (%d, %d, %d))\n";
   std::vector<std::vector<llvm::Value*>> idx;
   if (t.is_tile()) idx = indices(t);
   Owned o = owned(t);
   const Regs& regs = get(c);
+  const std::string& msg = op.attr_str("msg");
+  for (int64_t r : o.regs) {
+    llvm::Value* failed = b_.CreateNot(regs[static_cast<size_t>(r)]);
+    if (o.pred) failed = b_.CreateAnd(o.pred, failed);
+    std::vector<llvm::Value*> args;
+    if (t.is_tile()) args = idx[static_cast<size_t>(r)];
+    args.push_back(c_string(b_, *mod_, msg));
+    device_fail(failed, op, "assert: device_assert failed at index " + index_format(t) + ": %s", args, msg);
+  }
+}
+
+void Lowering::device_fail(llvm::Value* failed, const ir::Op& op, const std::string& format,
+                           std::vector<llvm::Value*> args, const std::string& msg) {
+  std::string where = op.loc.line ? op.loc.str() : "<unknown>";
   llvm::Value* file = c_string(b_, *mod_, op.loc.file.empty() ? "<unknown>" : op.loc.file);
-  llvm::Value* msg = c_string(b_, *mod_, op.attr_str("msg"));
   llvm::FunctionCallee assertfail = mod_->getOrInsertFunction(
       "__assertfail", llvm::FunctionType::get(b_.getVoidTy(),
                                               {b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getPtrTy(), b_.getInt64Ty()},
                                               false));
-  for (int64_t r : o.regs) {
-    llvm::Value* failed = b_.CreateNot(regs[static_cast<size_t>(r)]);
-    if (o.pred) failed = b_.CreateAnd(o.pred, failed);
-    predicated(failed, nullptr, [&] {
-      std::vector<llvm::Value*> args = {c_string(b_, *mod_, where), c_string(b_, *mod_, f_.name)};
-      if (t.is_tile())
-        for (llvm::Value* i : idx[static_cast<size_t>(r)]) args.push_back(i);
-      args.push_back(msg);
-      for (llvm::Value* p : program_ids()) args.push_back(p);
-      device_printf(format, args);
-      b_.CreateCall(assertfail, {msg, file, b_.getInt32(op.loc.line), c_string(b_, *mod_, f_.name), b_.getInt64(1)});
-      return nullptr;
-    });
-  }
+  predicated(failed, nullptr, [&] {
+    std::vector<llvm::Value*> all = {c_string(b_, *mod_, where), c_string(b_, *mod_, f_.name)};
+    all.insert(all.end(), args.begin(), args.end());
+    for (llvm::Value* p : program_ids()) all.push_back(p);
+    device_printf("%s: in kernel '%s': " + format + " (program (%d, %d, %d))\n", all);
+    b_.CreateCall(assertfail, {c_string(b_, *mod_, msg), file, b_.getInt32(op.loc.line), c_string(b_, *mod_, f_.name),
+                               b_.getInt64(1)});
+    return nullptr;
+  });
 }
 
 }  // namespace tiledsl::codegen

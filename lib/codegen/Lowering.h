@@ -188,7 +188,13 @@ class Lowering {
   void lower_print(const ir::Op& op);
   void lower_assert(const ir::Op& op);
   // A call of vprintf with `format` and `args` (promoted as C varargs: i32, i64, double, ptr).
+  // fence.acq_rel.gpu: orders this thread's memory operations before and after it (atomics).
+  void gpu_fence();
   void device_printf(const std::string& format, const std::vector<llvm::Value*>& args);
+  // Where `failed` holds: prints `format` (after "file:line: in kernel 'k': ") with `args` and
+  // the program ids, then stops the kernel through __assertfail with `msg`.
+  void device_fail(llvm::Value* failed, const ir::Op& op, const std::string& format, std::vector<llvm::Value*> args,
+                   const std::string& msg);
   // The program id along each axis, as i32.
   std::vector<llvm::Value*> program_ids();
 

@@ -1,5 +1,7 @@
 #include "codegen/Lowering.h"
 
+#include <llvm/IR/InlineAsm.h>
+
 namespace tiledsl::codegen {
 
 // --- Memory ------------------------------------------------------------------------------
@@ -254,6 +256,12 @@ Regs Lowering::lower_atomic(const ir::Op& op) {
   Owned o = owned(rt);
   Regs out(ptrs.size(), llvm::Constant::getNullValue(et));
   llvm::Value* zero = llvm::Constant::getNullValue(et);
+  // Acquire-release at GPU scope, as Triton's atomics: LLVM 19's NVPTX backend emits relaxed
+  // atom instructions whatever the ordering asked, so the PTX memory model's release and acquire
+  // patterns are built around them: a fence.acq_rel.gpu before the op's atoms (plain stores
+  // before it become visible first) and one after (plain loads after it see what the atoms
+  // observed). A spin lock of atomic_cas and atomic_xchg then guards plain loads and stores.
+  gpu_fence();
   for (int64_t r64 : o.regs) {
     size_t r = static_cast<size_t>(r64);
     llvm::Value* pred = owner_and(o, mask ? (*mask)[r] : nullptr);
@@ -267,8 +275,14 @@ Regs Lowering::lower_atomic(const ir::Op& op) {
       return b_.CreateAtomicRMW(bop, ptrs[r], vals[r], align, order);
     });
   }
+  gpu_fence();
   if (!o.pred && static_cast<int64_t>(o.regs.size()) == num_regs(res)) return out;
   return from_owners(op, out, rt);
+}
+
+void Lowering::gpu_fence() {
+  auto* fn = llvm::FunctionType::get(b_.getVoidTy(), false);
+  b_.CreateCall(llvm::InlineAsm::get(fn, "fence.acq_rel.gpu;", "~{memory}", /*hasSideEffects=*/true));
 }
 
 }  // namespace tiledsl::codegen

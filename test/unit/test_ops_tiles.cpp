@@ -2,6 +2,7 @@
 // numbers, printing and hints; then tracing (the specialisation cache) and the interpreter's
 // independence from its thread count. Part 1 is test_ops.cpp.
 #include <cstdlib>
+#include <random>
 #include <iostream>
 #include <map>
 #include <set>
@@ -430,6 +431,53 @@ TEST_CASE("atomic_cas lets exactly one program claim each slot", "[interp]") {
     REQUIRE(w % kSlots == s);
     for (int i = s; i < n; i += kSlots) CHECK(old[i] == (i == w ? -1 : w));
   }
+}
+
+// Triton's layer-norm-backward pattern: a lock taken with atomic_cas and released with
+// atomic_xchg guards a plain load, add and store of a group's partial sums. Atomics have
+// acquire-release semantics at GPU scope (docs/language.md), so no update may be lost.
+TEST_CASE("a spin lock of atomic_cas and atomic_xchg protects plain loads and stores", "[interp]") {
+  constexpr int kGroups = 3, kBlock = 64, kPrograms = 97, kSpins = 4096;
+  auto k = tl::kernel(
+      "locked_sum", {"x", "partial", "locks", "missed", "G", "BLOCK", "SPINS"},
+      [](tl::Ptr<float> x, tl::Ptr<float> partial, tl::Ptr<int32_t> locks, tl::Ptr<int32_t> missed, tl::Constexpr G,
+         tl::Constexpr BLOCK, tl::Constexpr SPINS) {
+        auto pid = tl::program_id(0);
+        auto cols = tl::arange(0, BLOCK);
+        auto row = tl::load(x + pid * BLOCK + cols);
+        auto g = pid % G;
+        tl::Tile<bool> done = tl::full<bool>({}, false);
+        tl::range(0, SPINS, 1, [&](tl::Int) {
+          tl::if_(!done, [&] {
+            auto old = tl::atomic_cas(locks + g, 0, 1);
+            tl::if_(old == 0, [&] {
+              auto p = partial + g * BLOCK + cols;
+              tl::store(p, tl::load(p) + row);
+              tl::atomic_xchg(locks + g, 0);
+              done = tl::full<bool>({}, true);
+            });
+          });
+        });
+        tl::if_(!done, [&] { tl::atomic_add(missed, 1); });
+      });
+  std::vector<float> xs(kPrograms * kBlock);
+  std::mt19937 gen(11);
+  for (auto& v : xs) v = static_cast<float>(gen() % 1000);  // integers: every order of sums is exact
+  auto x = tensor<float>(xs);
+  auto partial = tensor<float>(std::vector<float>(kGroups * kBlock, 0.0f));
+  auto locks = tensor<int32_t>(std::vector<int32_t>(kGroups, 0));
+  auto missed = tensor<int32_t>(std::vector<int32_t>(1, 0));
+  k[tl::grid(kPrograms)](x, partial, locks, missed, kGroups, kBlock, kSpins);
+  REQUIRE(host<int32_t>(missed)[0] == 0);  // every program got the lock within its spins
+  auto got = host<float>(partial);
+  for (int g = 0; g < kGroups; ++g)
+    for (int c = 0; c < kBlock; ++c) {
+      double want = 0;
+      for (int p = g; p < kPrograms; p += kGroups) want += xs[static_cast<size_t>(p * kBlock + c)];
+      INFO("group " << g << " column " << c);
+      CHECK(got[static_cast<size_t>(g * kBlock + c)] == want);
+    }
+  CHECK(host<int32_t>(locks) == std::vector<int32_t>(kGroups, 0));
 }
 
 // --- Block pointers -------------------------------------------------------------------------
