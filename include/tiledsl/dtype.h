@@ -18,6 +18,8 @@ constexpr bool is_float(DType t) { return t >= DType::f16; }
 constexpr bool is_int(DType t) { return t <= DType::u64; }
 constexpr bool is_unsigned(DType t) { return t >= DType::u8 && t <= DType::u64; }
 constexpr bool is_signed_int(DType t) { return t >= DType::i8 && t <= DType::i64; }
+// fp8 values are stored, loaded, converted and selected; arithmetic on them needs a cast first.
+constexpr bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
 
 constexpr int bit_width(DType t) {
   switch (t) {

@@ -63,7 +63,7 @@ void Lowering::lower_print(const ir::Op& op) {
           spec = "%p";
         } else if (is_float(t.dtype())) {
           spec = hex ? "%a" : "%g";
-          x = b_.CreateFPCast(x, b_.getDoubleTy());
+          x = cast(x, t.dtype(), DType::f64);  // fp8 is decoded from its bits
         } else {
           bool uns = is_unsigned(t.dtype()) || t.dtype() == DType::i1;
           spec = hex ? "0x%llx" : uns ? "%llu" : "%lld";

@@ -89,7 +89,85 @@ llvm::Value* Lowering::compare(const std::string& p, llvm::Value* x, llvm::Value
   return flt ? b_.CreateFCmp(pred, x, y) : b_.CreateICmp(pred, x, y);
 }
 
+// --- fp8 (held as its bits in an i8) ---------------------------------------------------------
+// The conversions round as the interpreter's encode_float: to nearest even, saturating to the
+// largest finite value (inf too), NaN to the format's positive NaN. They are integer and float
+// code that works on every target (sm_89's cvt ...e4m3x2 converts pairs of values).
+namespace {
+FloatFormat fp8_format(DType t) { return t == DType::f8e4m3 ? kF8E4M3 : kF8E5M2; }
+}  // namespace
+
+// `x` (f32 or f64) to the fp8 `to`.
+llvm::Value* Lowering::encode_fp8(llvm::Value* x, DType to) {
+  const FloatFormat f = fp8_format(to);
+  const int bias = (1 << (f.exp_bits - 1)) - 1, min_exp = 1 - bias;
+  const bool dbl = x->getType()->isDoubleTy();
+  const unsigned width = dbl ? 64 : 32, man = dbl ? 52 : 23, wbias = dbl ? 1023 : 127;
+  llvm::Type* it = b_.getIntNTy(width);
+  llvm::Type* ft = x->getType();
+  auto ci = [&](int64_t v) { return llvm::ConstantInt::get(it, static_cast<uint64_t>(v), true); };
+  llvm::Value* bits = b_.CreateBitCast(x, it);
+  llvm::Value* neg = b_.CreateICmpSLT(bits, ci(0));
+  llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, {x}, {ft});
+  // The binade of |x|, kept between the smallest normal's and one far above the largest finite
+  // value (larger values saturate), so that the scale below stays a normal float.
+  llvm::Value* field = b_.CreateLShr(b_.CreateBitCast(a, it), ci(man));
+  llvm::Value* unb = b_.CreateSub(field, ci(wbias));
+  unb = b_.CreateSelect(b_.CreateICmpSLT(unb, ci(min_exp)), ci(min_exp), unb);
+  unb = b_.CreateSelect(b_.CreateICmpSGT(unb, ci(30)), ci(30), unb);
+  // q = |x| / 2^(unb - man_bits), rounded to nearest even: the significand in units of the
+  // result's last place (exact scaling by a power of two).
+  llvm::Value* scale = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(b_.CreateSub(ci(f.man_bits), unb), ci(wbias)), ci(man)), ft);
+  llvm::Value* q = intrinsic(llvm::Intrinsic::fptosi_sat, {intrinsic(llvm::Intrinsic::roundeven, {b_.CreateFMul(a, scale)}, {ft})},
+                             {it, ft});
+  // ((unb + bias) << man_bits) + q - 2^man_bits covers subnormals (q < 2^man_bits at unb =
+  // min_exp) and a round-up into the next binade (q = 2^(man_bits + 1)) alike.
+  llvm::Value* enc = b_.CreateSub(b_.CreateAdd(b_.CreateShl(b_.CreateAdd(unb, ci(bias)), ci(f.man_bits)), q),
+                                  ci(int64_t{1} << f.man_bits));
+  const int64_t max_bits = encode_float(f, 1e300);  // saturated: the largest finite value
+  enc = b_.CreateSelect(b_.CreateICmpSGT(enc, ci(max_bits)), ci(max_bits), enc);
+  llvm::Value* sign = b_.CreateSelect(neg, ci(int64_t{1} << (f.exp_bits + f.man_bits)), ci(0));
+  llvm::Value* out = b_.CreateOr(enc, sign);
+  out = b_.CreateSelect(b_.CreateFCmpUNO(x, x), ci(encode_float(f, std::nan(""))), out);
+  return b_.CreateTrunc(out, b_.getInt8Ty());
+}
+
+// The fp8 bits `x` (i8) as an f32 (exactly).
+llvm::Value* Lowering::decode_fp8(llvm::Value* x, DType from) {
+  const FloatFormat f = fp8_format(from);
+  const int bias = (1 << (f.exp_bits - 1)) - 1;
+  llvm::Type* i32 = b_.getInt32Ty();
+  auto ci = [&](int64_t v) { return llvm::ConstantInt::get(i32, static_cast<uint64_t>(v), true); };
+  llvm::Value* b = b_.CreateZExt(x, i32);
+  llvm::Value* e = b_.CreateAnd(b_.CreateLShr(b, ci(f.man_bits)), ci((1 << f.exp_bits) - 1));
+  llvm::Value* m = b_.CreateAnd(b, ci((1 << f.man_bits) - 1));
+  llvm::Value* sub = b_.CreateICmpEQ(e, ci(0));
+  // |v| = (e == 0 ? m : 2^man_bits + m) * 2^(max(e, 1) - bias - man_bits), all exact in f32.
+  llvm::Value* sig = b_.CreateSelect(sub, m, b_.CreateOr(m, ci(1 << f.man_bits)));
+  llvm::Value* ee = b_.CreateSelect(sub, ci(1), e);
+  llvm::Value* scale = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(ee, ci(127 - bias - f.man_bits)), ci(23)), b_.getFloatTy());
+  llvm::Value* v = b_.CreateFMul(b_.CreateUIToFP(sig, b_.getFloatTy()), scale);
+  llvm::Value* all = ci((1 << f.exp_bits) - 1);
+  llvm::Value* special = f.ieee ? b_.CreateICmpEQ(e, all)
+                                : b_.CreateAnd(b_.CreateICmpEQ(e, all), b_.CreateICmpEQ(m, ci((1 << f.man_bits) - 1)));
+  llvm::Value* nan_or_inf = f.ieee ? b_.CreateSelect(b_.CreateICmpEQ(m, ci(0)), llvm::ConstantFP::getInfinity(b_.getFloatTy()),
+                                                     llvm::ConstantFP::getNaN(b_.getFloatTy()))
+                                   : llvm::ConstantFP::getNaN(b_.getFloatTy());
+  v = b_.CreateSelect(special, nan_or_inf, v);
+  llvm::Value* neg = b_.CreateICmpNE(b_.CreateAnd(b, ci(1 << (f.exp_bits + f.man_bits))), ci(0));
+  return b_.CreateSelect(neg, b_.CreateFNeg(v), v);
+}
+
 llvm::Value* Lowering::cast(llvm::Value* x, DType from, DType to) {
+  if (is_fp8(from) && is_fp8(to)) return from == to ? x : encode_fp8(decode_fp8(x, from), to);
+  if (is_fp8(from)) return to == DType::f32 ? decode_fp8(x, from) : cast(decode_fp8(x, from), DType::f32, to);
+  if (is_fp8(to)) {
+    // Through a float that holds `x` exactly (f32 for the 16-bit floats, f64 for f64 and the
+    // integers, which lose bits only far beyond fp8's range, where they saturate).
+    if (from == DType::f32 || from == DType::f64) return encode_fp8(x, to);
+    if (is_float(from)) return encode_fp8(b_.CreateFPExt(x, b_.getFloatTy()), to);
+    return encode_fp8(cast(x, from, DType::f64), to);
+  }
   llvm::Type* tt = scalar_type(to);
   if (is_float(from) && is_float(to)) {
     // Rounds once to nearest even. f16 <-> bf16 goes through f32, which holds both exactly.

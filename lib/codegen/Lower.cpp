@@ -44,6 +44,7 @@ llvm::Type* Lowering::scalar_type(DType t) {
     case DType::bf16: return b_.getBFloatTy();
     case DType::f32: return b_.getFloatTy();
     case DType::f64: return b_.getDoubleTy();
+    case DType::f8e4m3: case DType::f8e5m2: return b_.getInt8Ty();  // the bits; cast() converts them
     default: unsupported(fmt::format("element type {}", name(t)));
   }
 }
@@ -201,6 +202,9 @@ Regs Lowering::value_op(const ir::Op& op) {
     case OpKind::Constant: {
       const auto& a = op.attrs.at("value");
       llvm::Type* t = type_of(res->type);
+      if (is_fp8(res->type.dtype()))
+        return {b_.getInt8(static_cast<uint8_t>(encode_float(res->type.dtype() == DType::f8e4m3 ? kF8E4M3 : kF8E5M2,
+                                                              std::get<double>(a))))};
       if (t->isFloatingPointTy())
         return {llvm::ConstantFP::get(t, std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a)))};
       int64_t v = std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a));

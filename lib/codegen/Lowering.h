@@ -189,6 +189,9 @@ class Lowering {
   void lower_assert(const ir::Op& op);
   // A call of vprintf with `format` and `args` (promoted as C varargs: i32, i64, double, ptr).
   // fence.acq_rel.gpu: orders this thread's memory operations before and after it (atomics).
+  // fp8 <-> float conversions (fp8 is held as its bits in an i8; ElementwiseToLLVM.cpp).
+  llvm::Value* encode_fp8(llvm::Value* x, DType to);
+  llvm::Value* decode_fp8(llvm::Value* x, DType from);
   void gpu_fence();
   void device_printf(const std::string& format, const std::vector<llvm::Value*>& args);
   // Where `failed` holds: prints `format` (after "file:line: in kernel 'k': ") with `args` and

@@ -13,6 +13,8 @@ bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 Type scalar(DType t) { return Type::scalar(t); }
 const std::vector<int64_t>& shape_of(Value* v) { return v->type.shape(); }
 std::string ty(Value* v) { return v->type.str(); }
+const char* kFp8Arith = "fp8 tiles can be loaded, stored, converted and selected; convert them first "
+                        "(x.to<float>() or x.to<tl::f16>()) to compute with them";
 }  // namespace
 
 Op* Builder::create(OpKind k, std::vector<Value*> operands, const std::vector<Type>& results, Attrs attrs,
@@ -177,6 +179,7 @@ Value* Builder::unary(OpKind k, Value* v, const Location& loc) {
   const char* op = mnemonic(k);
   if (v->type.element().is_pointer()) fail(loc, op, fmt::format("operand is a pointer tile ({})", ty(v)));
   DType t = v->type.dtype();
+  if (is_fp8(t)) fail(loc, op, fmt::format("got {}: {}", ty(v), kFp8Arith));
   if (has_trait(k, kFloatMath) && !is_float(t))
     fail(loc, op, fmt::format("needs a floating-point operand, got {}; convert it first with .to<float>()", ty(v)));
   if (k == OpKind::Not && is_float(t)) fail(loc, op, fmt::format("needs an integer or boolean operand, got {}", ty(v)));
@@ -203,6 +206,7 @@ Value* Builder::binary(OpKind k, Value* a, Value* b, const Location& loc) {
                               ty(a), ty(b)));
   }
   DType t = tiledsl::promote(a->type.dtype(), b->type.dtype());
+  if (is_fp8(t)) fail(loc, op, fmt::format("got {} and {}: {}", ty(a), ty(b), kFp8Arith));
   if (has_trait(k, kIntOnly) && is_float(t))
     fail(loc, op, fmt::format("needs integer or boolean operands, got {} and {}", ty(a), ty(b)));
   if (t == DType::i1 && !has_trait(k, kIntOnly) && k != OpKind::Max && k != OpKind::Min) t = DType::i32;
@@ -221,6 +225,7 @@ Value* Builder::compare(const std::string& pred, Value* a, Value* b, const Locat
       fail(loc, "cmp", fmt::format("cannot compare {} with {}", ty(a), ty(b)));
   } else {
     DType t = tiledsl::promote(a->type.dtype(), b->type.dtype());
+    if (is_fp8(t)) fail(loc, "cmp", fmt::format("got {} and {}: {}", ty(a), ty(b), kFp8Arith));
     a = cast(a, t, loc);
     b = cast(b, t, loc);
   }
@@ -250,6 +255,7 @@ Value* Builder::select(Value* c, Value* a, Value* b, const Location& loc) {
 Value* Builder::fma(Value* a, Value* b, Value* c, const Location& loc) {
   DType t = tiledsl::promote(tiledsl::promote(a->type.dtype(), b->type.dtype()), c->type.dtype());
   if (!is_float(t)) fail(loc, "fma", fmt::format("needs floating-point operands, got {}, {} and {}", ty(a), ty(b), ty(c)));
+  if (is_fp8(t)) fail(loc, "fma", fmt::format("got {}, {} and {}: {}", ty(a), ty(b), ty(c), kFp8Arith));
   auto shape = broadcast_shape(broadcast_shape(shape_of(a), shape_of(b), loc, "fma"), shape_of(c), loc, "fma");
   a = broadcast_to(cast(a, t, loc), shape, loc);
   b = broadcast_to(cast(b, t, loc), shape, loc);

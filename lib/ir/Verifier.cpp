@@ -208,8 +208,10 @@ class Verifier {
     auto rule = [&](bool c, const char* what) {
       if (!c) fail(o, fmt::format("{}; got {}", what, types_str()));
     };
+    auto no_fp8 = [&](Type t) { rule(!is_fp8(t.dtype()) || is_ptr(t), "fp8 values need a cast before arithmetic"); };
     if (has_trait(o.kind, kBinary)) {
       rule(ty(0) == ty(1) && ty(0) == res(0) && is_number(ty(0)), "operands and result must be numbers of one type");
+      no_fp8(ty(0));
       if (has_trait(o.kind, kIntOnly)) rule(is_int(ty(0).dtype()), "operands must be integers or booleans");
       else if (o.kind != OpKind::Max && o.kind != OpKind::Min)
         rule(ty(0).dtype() != DType::i1, "arithmetic on booleans is done in i32 (cast them first)");
@@ -217,6 +219,7 @@ class Verifier {
     }
     if (has_trait(o.kind, kUnary)) {
       rule(ty(0) == res(0) && is_number(ty(0)), "operand and result must be numbers of one type");
+      no_fp8(ty(0));
       if (has_trait(o.kind, kFloatMath)) rule(is_float(ty(0).dtype()), "operand must be a float");
       if (has_trait(o.kind, kIntOnly)) rule(is_int(ty(0).dtype()), "operand must be an integer or a boolean");
       return;
@@ -293,6 +296,7 @@ class Verifier {
       case OpKind::Cmp:
         rule(ty(0) == ty(1) && res(0).element() == Type::scalar(DType::i1) && res(0).shape() == ty(0).shape(),
              "compares two values of one type into booleans of their shape");
+        no_fp8(ty(0));
         break;
       case OpKind::AddPtr:
         rule(is_ptr(ty(0)) && res(0) == ty(0) && ty(1).shape() == ty(0).shape() && is_number(ty(1)) &&
@@ -302,6 +306,7 @@ class Verifier {
       case OpKind::Fma:
         rule(ty(0) == ty(1) && ty(1) == ty(2) && res(0) == ty(0) && is_number(ty(0)) && is_float(ty(0).dtype()),
              "operands and result must be floats of one type");
+        no_fp8(ty(0));
         break;
       case OpKind::Select:
         rule(is_bool(ty(0)) && ty(1) == ty(2) && res(0) == ty(1) && ty(0).shape() == ty(1).shape(),

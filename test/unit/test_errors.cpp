@@ -628,3 +628,15 @@ TEST_CASE("a tensor shape whose size overflows", "[error]") {
                       "Tensor: shape [4294967296, 4294967296] of f32 is larger than 2^63 bytes");
   REQUIRE_THROWS_WITH(tl::Tensor::empty({-1, 4}, tl::DType::f32, kCpu), "Tensor: negative dimension in shape [-1, 4]");
 }
+
+TEST_CASE("arithmetic on fp8 tiles asks for a conversion first", "[error]") {
+  auto k = tl::kernel("fp8_add", {"x"}, [](tl::Ptr<tl::f8e4m3> x) {
+    auto v = tl::load(x + tl::arange(0, 16));
+    MARK; tl::store(x + tl::arange(0, 16), v + v);
+  });
+  auto x = tl::Tensor::zeros({16}, tl::DType::f8e4m3, kCpu);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("fp8_add", "add: got tile<16xf8e4m3> and tile<16xf8e4m3>: fp8 tiles can be loaded, stored, "
+                                     "converted and selected; convert them first (x.to<float>() or x.to<tl::f16>()) to "
+                                     "compute with them"));
+}

@@ -497,6 +497,90 @@ TEST_CASE("to<T> between float types rounds to nearest even", "[interp]") {
   }
 }
 
+namespace {
+// fp8 conversions of `x` (type A) to F, as bits: what the GPU's integer lowering must match.
+template <class A, class F>
+std::vector<uint8_t> to_fp8_bits(const std::vector<H<A>>& x) {
+  return run_binary<A, A>(x, x, [](tl::Tile<A> v, tl::Tile<A>) { return tl::bitcast<uint8_t>(v.template to<F>()); });
+}
+template <class F, class B>
+std::vector<H<B>> from_fp8_bits(const std::vector<uint8_t>& bits) {
+  return run_binary<uint8_t, uint8_t>(bits, bits,
+                                      [](tl::Tile<uint8_t> v, tl::Tile<uint8_t>) { return tl::bitcast<F>(v).template to<B>(); });
+}
+
+template <class F>
+void check_fp8(tl::FloatFormat fmt) {
+  std::vector<uint8_t> all(256);
+  for (int i = 0; i < 256; ++i) all[static_cast<size_t>(i)] = static_cast<uint8_t>(i);
+  // Every bit pattern to f32, f16 and f64: exact.
+  auto f = from_fp8_bits<F, float>(all);
+  auto h = from_fp8_bits<F, tl::f16>(all);
+  auto d = from_fp8_bits<F, double>(all);
+  std::vector<float> want(256);
+  std::vector<tl::f16> want16(256);
+  std::vector<double> want64(256);
+  for (int i = 0; i < 256; ++i) {
+    want64[static_cast<size_t>(i)] = tl::decode_float(fmt, static_cast<uint32_t>(i));
+    want[static_cast<size_t>(i)] = static_cast<float>(want64[static_cast<size_t>(i)]);
+    want16[static_cast<size_t>(i)] = tl::f16(want64[static_cast<size_t>(i)]);
+  }
+  require_equal(f, want);
+  require_equal(h, want16);
+  require_equal(d, want64);
+  // f32 to fp8: random values over and past the range, specials, every value and every midpoint
+  // between neighbours (ties go to even), just above and below them.
+  auto x = float_cast_inputs();
+  auto small = uniform<float>(kN, 65, -1.0f, 1.0f);
+  x.insert(x.end(), small.begin(), small.end());
+  for (int i = 0; i < 255; ++i) {
+    double a = want64[static_cast<size_t>(i)], b = want64[static_cast<size_t>(i + 1)];
+    if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b) || (i & 0x7f) == 0x7f) continue;
+    float mid = static_cast<float>((a + b) / 2);
+    x.insert(x.end(), {static_cast<float>(a), mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)});
+  }
+  std::vector<uint8_t> want8(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want8[i] = static_cast<uint8_t>(tl::encode_float(fmt, x[i]));
+  require_equal(to_fp8_bits<float, F>(x), want8);
+  // From f16 and f64 (one rounding, not two) and from integers.
+  std::vector<tl::f16> xh(x.size());
+  std::vector<double> xd(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    xh[i] = tl::f16(x[i]);
+    xd[i] = static_cast<double>(x[i]) * (1 + 1e-12);  // not an f32: rounding it first would differ
+  }
+  std::vector<uint8_t> wanth(x.size()), wantd(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    wanth[i] = static_cast<uint8_t>(tl::encode_float(fmt, static_cast<float>(xh[i])));
+    wantd[i] = static_cast<uint8_t>(tl::encode_float(fmt, xd[i]));
+  }
+  require_equal(to_fp8_bits<tl::f16, F>(xh), wanth);
+  require_equal(to_fp8_bits<double, F>(xd), wantd);
+  auto xi = uniform<int32_t>(kN, 66, -70000, 70000);
+  std::vector<uint8_t> wanti(xi.size());
+  for (size_t i = 0; i < xi.size(); ++i) wanti[i] = static_cast<uint8_t>(tl::encode_float(fmt, xi[i]));
+  require_equal(to_fp8_bits<int32_t, F>(xi), wanti);
+}
+}  // namespace
+
+TEST_CASE("fp8: every bit pattern decodes exactly; f32, f16, f64 and integers encode as the interpreter rounds",
+          "[interp]") {
+  SECTION("e4m3") { check_fp8<tl::f8e4m3>(tl::kF8E4M3); }
+  SECTION("e5m2") { check_fp8<tl::f8e5m2>(tl::kF8E5M2); }
+  SECTION("e4m3 to e5m2 and back") {
+    std::vector<uint8_t> all(256);
+    for (int i = 0; i < 256; ++i) all[static_cast<size_t>(i)] = static_cast<uint8_t>(i);
+    auto got = run_binary<uint8_t, uint8_t>(all, all, [](tl::Tile<uint8_t> v, tl::Tile<uint8_t>) {
+      return tl::bitcast<uint8_t>(tl::bitcast<tl::f8e4m3>(v).to<tl::f8e5m2>());
+    });
+    std::vector<uint8_t> want(256);
+    for (int i = 0; i < 256; ++i)
+      want[static_cast<size_t>(i)] =
+          static_cast<uint8_t>(tl::encode_float(tl::kF8E5M2, tl::decode_float(tl::kF8E4M3, static_cast<uint32_t>(i))));
+    require_equal(got, want);
+  }
+}
+
 TEST_CASE("to<T> between integer types wraps and extends as C does", "[interp]") {
   auto i32 = random_bits<int32_t>(kN, 71);
   auto i64 = random_bits<int64_t>(kN, 72);
