@@ -38,7 +38,14 @@ std::string compiler_identity() { return "no codegen"; }
 std::string target_arch() {
   if (const char* e = std::getenv("TILEDSL_ARCH"); e && *e) return e;
   const cuda::DeviceInfo& d = cuda::device_info();
-  if (d.sm_major) return fmt::format("sm_{}{}", d.sm_major, d.sm_minor);
+  // Machine code for sm_80 runs on every 8.x GPU (sm_86, sm_89); 9.0 gets sm_90. A newer GPU
+  // than the code generator knows is an error that says so (once per launch that needs a compile).
+  if (d.sm_major == 8) return "sm_80";
+  if (d.sm_major == 9) return "sm_90";
+  if (d.sm_major)
+    throw Error(fmt::format("the GPU ({}, compute capability {}.{}) is newer than tiledsl's code generator knows "
+                            "(sm_80 to sm_90); GPUs of compute capability 8.x and 9.0 are supported",
+                            d.name, d.sm_major, d.sm_minor));
   return "sm_90";
 }
 
