@@ -23,6 +23,6 @@ int main() {
       std::printf("consumer: mismatch at %d: %g vs %g\n", i, os[i], xs[i] * 2.5f);
       return 1;
     }
-  std::printf("consumer: OK (%d elements)\n", n);
+  std::printf("consumer: OK (%d elements, tiledsl %s)\n", n, TILEDSL_VERSION);
   return 0;
 }
