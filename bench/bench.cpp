@@ -20,6 +20,7 @@
 #include <random>
 
 #include "attention_kernel.h"
+#include "support/Env.h"
 #include "layernorm_kernel.h"
 #include "softmax_kernel.h"
 #include "ir/Parser.h"
@@ -150,7 +151,8 @@ struct CuSparse {
   static constexpr int kIndex32 = 2, kBaseZero = 0, kR32F = 0, kRowMajor = 2, kNonTranspose = 0, kAlgDefault = 0;
 
   static const CuSparse* load(std::string* why) {
-    const char* path = std::getenv("TILEDSL_CUSPARSE_PATH");
+    std::string path_env = tiledsl::env::value(tiledsl::env::Var::TILEDSL_CUSPARSE_PATH);
+    const char* path = path_env.empty() ? nullptr : path_env.c_str();
     void* h = dlopen(path && *path ? path : "libcusparse.so.12", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       *why = dlerror();

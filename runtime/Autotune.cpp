@@ -1,4 +1,5 @@
 #include "tiledsl/autotune.h"
+#include "support/Env.h"
 
 #include <fmt/format.h>
 
@@ -111,8 +112,7 @@ Device device_of(std::span<const detail::LaunchArg> full) {
 }
 
 bool print_autotuning() {
-  const char* e = std::getenv("TILEDSL_PRINT_AUTOTUNING");
-  return e && *e && *e != '0';
+  return env::flag(env::Var::TILEDSL_PRINT_AUTOTUNING, false);
 }
 
 // The on-disk record of a choice: keyed by the kernel's traced IR (of the first config that

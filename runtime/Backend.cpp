@@ -1,4 +1,5 @@
 #include "runtime/Backend.h"
+#include "support/Env.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,8 +29,7 @@ bool gpu_available(std::string* why) {
 
 Device default_device() {
   static const Device d = [] {
-    const char* e = std::getenv("TILEDSL_BACKEND");
-    std::string backend = e ? e : "";
+    std::string backend = env::value(env::Var::TILEDSL_BACKEND);
     std::string why;
     if (backend == "interpreter") return Device::cpu;
     if (backend == "gpu") {

@@ -1,4 +1,5 @@
 #include "runtime/Interpreter.h"
+#include "support/Env.h"
 
 #include <fmt/format.h>
 
@@ -36,8 +37,8 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_
 }
 
 int default_interpreter_threads() {
-  if (const char* e = std::getenv("TILEDSL_INTERPRETER_THREADS")) {
-    int n = std::atoi(e);
+  if (std::string e = env::value(env::Var::TILEDSL_INTERPRETER_THREADS); !e.empty()) {
+    int n = std::atoi(e.c_str());
     if (n > 0) return n;
   }
   return std::max(1u, std::thread::hardware_concurrency());

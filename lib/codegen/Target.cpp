@@ -21,6 +21,7 @@
 #include <mutex>
 
 #include "codegen/Codegen.h"
+#include "support/Env.h"
 #include "codegen/Lower.h"
 #include "ir/Verifier.h"
 #include "tiledsl/error.h"
@@ -31,7 +32,7 @@ namespace {
 constexpr const char* kTriple = "nvptx64-nvidia-cuda";
 
 std::string libdevice_path() {
-  if (const char* p = std::getenv("TILEDSL_LIBDEVICE")) return p;
+  if (std::string p = env::value(env::Var::TILEDSL_LIBDEVICE); !p.empty()) return p;
   if (const char* cuda = std::getenv("CUDA_HOME")) return std::string(cuda) + "/nvvm/libdevice/libdevice.10.bc";
   return "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 }

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "frontend/Trace.h"
+#include "support/Env.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "runtime/Backend.h"
@@ -175,8 +176,8 @@ std::unique_ptr<ir::Function> trace(KernelImpl& k, std::span<const LaunchArg> ar
 // form, parseable), once per specialisation and launch width, so that the IR can be compiled
 // again offline exactly as it was launched (test/ptx-examples.sh does).
 void dump_ir(detail::Specialization& s, std::mutex& mu, int num_warps) {
-  static const char* dir = std::getenv("TILEDSL_DUMP_DIR");
-  if (!dir || !*dir) return;
+  static const std::string dir = env::value(env::Var::TILEDSL_DUMP_DIR);
+  if (dir.empty()) return;
   std::lock_guard lock(mu);
   if (!s.dumped_warps.insert(num_warps).second) return;
   std::string text = ir::print(*s.fn);
@@ -255,8 +256,7 @@ void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions
 
 bool default_fp_fusion() {
   static const bool on = [] {
-    const char* e = std::getenv("TILEDSL_DEFAULT_FP_FUSION");
-    return !(e && std::string_view(e) == "0");
+    return env::flag(env::Var::TILEDSL_DEFAULT_FP_FUSION, true);
   }();
   return on;
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "codegen/Codegen.h"
+#include "support/Env.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "passes/Pipeline.h"
@@ -18,8 +19,8 @@ namespace tiledsl::runtime {
 
 namespace {
 void dump(const std::string& stem, const std::string& suffix, const std::string& text) {
-  const char* dir = std::getenv("TILEDSL_DUMP_DIR");
-  if (!dir || !*dir) return;
+  std::string dir = env::value(env::Var::TILEDSL_DUMP_DIR);
+  if (dir.empty()) return;
   std::filesystem::create_directories(dir);
   std::ofstream(std::filesystem::path(dir) / (stem + suffix)) << text;
 }
@@ -40,7 +41,7 @@ GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, con
   passes::PipelineOptions opts;
   opts.num_warps = num_warps;
   opts.after_pass = [&](const std::string& pass, const ir::Function& g) {
-    if (!keep_stages && !std::getenv("TILEDSL_DUMP_DIR")) return;
+    if (!keep_stages && env::value(env::Var::TILEDSL_DUMP_DIR).empty()) return;
     std::string text = ir::print(g);
     dump(stem, fmt::format(".{}.{}.tir", step++, pass), text);
     if (keep_stages) bin.ir_after_pass.emplace_back(pass, std::move(text));
@@ -50,7 +51,7 @@ GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, con
   copts.arch = arch;
   copts.num_warps = num_warps;
   copts.fp_fusion = o.fp_fusion;
-  if (keep_stages || std::getenv("TILEDSL_DUMP_DIR")) {
+  if (keep_stages || !env::value(env::Var::TILEDSL_DUMP_DIR).empty()) {
     bin.llvm_ir = codegen::emit_llvm_ir(*copy, copts);
     dump(stem, ".ll", bin.llvm_ir);
   }
@@ -62,7 +63,7 @@ GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, con
 }
 
 bool warm_up_compiler() {
-  if (const char* e = std::getenv("TILEDSL_WARM_COMPILER"); e && std::string(e) == "0") return false;
+  if (!env::flag(env::Var::TILEDSL_WARM_COMPILER, true)) return false;
   // A masked vector copy: loads, stores (16-byte vectors: n is divisible by 16), index
   // arithmetic, the whole pipeline and the NVPTX backend, in about as much time as vector add
   // takes to compile.
@@ -86,8 +87,8 @@ bool warm_up_compiler() {
     auto f = ir::parse(kWarmUp);
     passes::run_pipeline(*f, passes::PipelineOptions{});  // not compile_for_gpu: nothing to dump
     codegen::CompileOptions opts;
-    const char* arch = std::getenv("TILEDSL_ARCH");
-    opts.arch = arch && *arch ? arch : "sm_90";
+    std::string arch = env::value(env::Var::TILEDSL_ARCH);
+    opts.arch = arch.empty() ? "sm_90" : arch;
     std::string ptx = codegen::compile_to_ptx(*f, opts);
     // nvJitLink, when it is in use, starts up here too (its library takes a while to load).
     if (cuda::nvjitlink_available()) cuda::nvjitlink_compile(ptx, opts.arch, "tiledsl_warm_up");

@@ -1,4 +1,5 @@
 #include "runtime/cuda/DiskCache.h"
+#include "support/Env.h"
 
 #include <fmt/format.h>
 
@@ -36,13 +37,12 @@ uint64_t checksum(const uint64_t sizes[3], const std::string& entry, const std::
 }
 
 bool always_compile() {
-  const char* e = std::getenv("TILEDSL_ALWAYS_COMPILE");
-  return e && *e && std::strcmp(e, "0") != 0;
+  return env::flag(env::Var::TILEDSL_ALWAYS_COMPILE, false);
 }
 }  // namespace
 
 std::string cache_dir() {
-  if (const char* e = std::getenv("TILEDSL_CACHE_DIR"); e && *e) return e;
+  if (std::string e = env::value(env::Var::TILEDSL_CACHE_DIR); !e.empty()) return e;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tiledsl";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/tiledsl";
   return "/tmp/tiledsl-cache";

@@ -1,4 +1,5 @@
 #include "runtime/cuda/Driver.h"
+#include "support/Env.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -21,7 +22,8 @@ struct Loaded {
 
 Loaded load() {
   Loaded l;
-  const char* path = std::getenv("TILEDSL_LIBCUDA_PATH");
+  std::string path_env = env::value(env::Var::TILEDSL_LIBCUDA_PATH);
+  const char* path = path_env.empty() ? nullptr : path_env.c_str();
   void* h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     l.why = fmt::format("cannot load {} ({})", path && *path ? path : "libcuda.so.1", dlerror());

@@ -1,4 +1,5 @@
 #include "runtime/cuda/Launcher.h"
+#include "support/Env.h"
 
 #include <fmt/format.h>
 
@@ -36,7 +37,7 @@ std::string compiler_identity() { return "no codegen"; }
 #endif
 
 std::string target_arch() {
-  if (const char* e = std::getenv("TILEDSL_ARCH"); e && *e) return e;
+  if (std::string e = env::value(env::Var::TILEDSL_ARCH); !e.empty()) return e;
   const cuda::DeviceInfo& d = cuda::device_info();
   // Machine code for sm_80 runs on every 8.x GPU (sm_86, sm_89); 9.0 gets sm_90. A newer GPU
   // than the code generator knows is an error that says so (once per launch that needs a compile).
@@ -60,8 +61,8 @@ namespace {
 // for a small kernel), so no child process is spawned unasked.
 const std::string& ptxas_path() {
   static const std::string path = [] {
-    const char* e = std::getenv("TILEDSL_PTXAS_PATH");
-    return std::string(e && *e && std::strcmp(e, "0") != 0 ? e : "");
+    std::string e = env::value(env::Var::TILEDSL_PTXAS_PATH);
+    return e == "0" ? std::string() : e;
   }();
   return path;
 }
@@ -174,7 +175,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
     cache_write(key, *bin);
   }
   // TILEDSL_PRINT_COMPILE_TIMES: where a first launch's time goes.
-  if (const char* e = std::getenv("TILEDSL_PRINT_COMPILE_TIMES"); e && *e && *e != '0') {
+  if (env::flag(env::Var::TILEDSL_PRINT_COMPILE_TIMES, false)) {
     if (compile_ms > 0)
       std::fprintf(stderr,
                    "tiledsl: kernel '%s' (%s, %d warps): compiled, passes+LLVM+PTX %.2f ms (CPU %.2f ms, %ld page faults), "

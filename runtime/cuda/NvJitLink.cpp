@@ -1,4 +1,5 @@
 #include "runtime/cuda/NvJitLink.h"
+#include "support/Env.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -29,7 +30,7 @@ constexpr int kInputPtx = 2;  // NVJITLINK_INPUT_PTX
 }  // namespace
 
 std::vector<std::string> nvjitlink_candidates() {
-  if (const char* p = std::getenv("TILEDSL_NVJITLINK_PATH"); p && *p) {
+  if (std::string p = env::value(env::Var::TILEDSL_NVJITLINK_PATH); !p.empty()) {
     if (std::string(p) == "0") return {};
     return {p};
   }
@@ -67,9 +68,9 @@ Api load() {
     }
     dlclose(h);
   }
-  const char* p = std::getenv("TILEDSL_NVJITLINK_PATH");
-  a.why = p && std::string(p) == "0" ? "TILEDSL_NVJITLINK_PATH=0"
-          : p && *p                  ? fmt::format("TILEDSL_NVJITLINK_PATH ({}) names no usable libnvJitLink", p)
+  std::string p = env::value(env::Var::TILEDSL_NVJITLINK_PATH);
+  a.why = p == "0"     ? "TILEDSL_NVJITLINK_PATH=0"
+          : !p.empty() ? fmt::format("TILEDSL_NVJITLINK_PATH ({}) names no usable libnvJitLink", p)
                                      : "no libnvJitLink.so.13 or .12 on the loader's path, in CUDA_HOME or in /usr/local/cuda";
   return a;
 }
