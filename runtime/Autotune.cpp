@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -235,7 +236,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
 
   const bool gpu = device_of(full) == Device::cuda;
   // Compile every candidate first, on as many threads as the machine has; timing is sequential.
-  std::vector<std::string> compile_error(t.configs.size());
+  std::vector<std::exception_ptr> compile_error(t.configs.size());
   if (gpu && candidates.size() > 1) {
     std::atomic<size_t> next{0};
     auto worker = [&] {
@@ -244,8 +245,8 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
         std::array<detail::LaunchArg, 64> cbuf;
         try {
           t.kernel.prepare({t.configs[i].num_warps, t.configs[i].num_stages, nullptr}, t.full_args(user, i, cbuf));
-        } catch (const std::exception& e) {
-          compile_error[i] = e.what();
+        } catch (...) {
+          compile_error[i] = std::current_exception();
         }
       }
     };
@@ -264,7 +265,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
     std::array<detail::LaunchArg, 64> cbuf;
     auto cfull = t.full_args(user, i, cbuf);
     try {
-      if (!compile_error[i].empty()) throw Error(compile_error[i]);
+      if (compile_error[i]) std::rethrow_exception(compile_error[i]);
       if (!gpu) {  // the interpreter: the first config that traces, untimed (docs/autotune.md)
         t.kernel.ir_for(cfull);
         best = i;
@@ -280,7 +281,9 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
         best_ms = ms;
         best = i;
       }
-    } catch (const Error& e) {
+    } catch (const InternalError&) {
+      throw;  // our bug, not the config's: it must be seen
+    } catch (const Error& e) {  // the config cannot run (shared memory, registers, ...)
       report.add_row({c.str(), "-", std::string("skipped: ") + e.what()});
       reasons.push_back(c.str() + ": " + e.what());
     }

@@ -27,7 +27,7 @@ using namespace tiledsl;
 
 namespace {
 struct Options {
-  std::string input, out_dir = ".", name, arch = "sm_90", ptxas;
+  std::string input, out_dir = ".", name, arch = codegen::kDefaultArch, ptxas;
   int num_warps = 4, num_stages = 3;
   bool fp_fusion = true;
 };
@@ -100,16 +100,15 @@ int main(int argc, char** argv) {
     ir::verify(*f);
     const std::string traced_name = f->name;
     if (o.name.empty()) o.name = traced_name;
-    passes::PipelineOptions popts;
-    popts.num_warps = o.num_warps;
-    passes::run_pipeline(*f, popts);
     codegen::CompileOptions copts;
     copts.arch = o.arch;
     copts.num_warps = o.num_warps;
+    copts.num_stages = o.num_stages;
     copts.fp_fusion = o.fp_fusion;
-    std::string ptx = codegen::compile_to_ptx(*f, copts);
+    codegen::Compiled compiled = codegen::compile(*f, copts);
+    const std::string& ptx = compiled.ptx;
     // Dynamic shared memory the kernel launches with (passes::allocate_shared's arena).
-    int64_t shared_bytes = codegen::dynamic_shared_bytes(*f);
+    int64_t shared_bytes = compiled.shared_bytes;
     fs::create_directories(o.out_dir);
     fs::path base = fs::path(o.out_dir) / o.name;
     std::ofstream(base.string() + ".ptx") << ptx;

@@ -11,9 +11,7 @@
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
 #include "tools/ToolOptions.h"
-#ifdef TILEDSL_ENABLE_CODEGEN
-#include "codegen/Codegen.h"
-#endif
+#include "codegen/Codegen.h"  // free of LLVM: the options and the driver's interface
 
 namespace {
 const char* kUsage =
@@ -26,7 +24,7 @@ const char* kUsage =
     "  --assign-layouts   same as --pass=assign-layouts\n"
     "  --num-warps=N      warps per program for layouts and codegen: 1, 2, 4, 8, 16 or 32 (default 4)\n"
     "  --emit=llvm|ptx    run the pass pipeline and print LLVM IR (after O3) or PTX\n"
-    "  --arch=sm_80|sm_90 the GPU to compile for (default sm_80)\n"
+    "  --arch=ARCH        the GPU to compile for: sm_80, sm_90 or sm_90a (default sm_90)\n"
     "  --O0               skip LLVM's O3 pipeline (readable --emit=llvm)\n"
     "  --no-fp-fusion     round every multiply and add on its own (no fma contraction)\n";
 
@@ -34,7 +32,7 @@ bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path, emit, arch = "sm_80";
+  std::string path, emit, arch = tiledsl::codegen::kDefaultArch;
   bool locations = true, verify = true, optimize = true, fp_fusion = true;
   std::vector<const tiledsl::passes::PassInfo*> passes;
   int num_warps = 4;
@@ -86,9 +84,14 @@ int main(int argc, char** argv) {
     if (verify) tiledsl::ir::verify(*f);
     if (!emit.empty()) {
 #ifdef TILEDSL_ENABLE_CODEGEN
-      tiledsl::passes::run_pipeline(*f, {num_warps, {}});
-      tiledsl::codegen::CompileOptions opts{arch, num_warps, optimize, fp_fusion};
-      std::cout << (emit == "llvm" ? tiledsl::codegen::emit_llvm_ir(*f, opts) : tiledsl::codegen::compile_to_ptx(*f, opts));
+      tiledsl::codegen::CompileOptions opts;
+      opts.arch = arch;
+      opts.num_warps = num_warps;
+      opts.optimize = optimize;
+      opts.fp_fusion = fp_fusion;
+      opts.keep_stages = emit == "llvm";
+      tiledsl::codegen::Compiled c = tiledsl::codegen::compile(*f, opts);
+      std::cout << (emit == "llvm" ? c.llvm_ir : c.ptx);
       return 0;
 #else
       std::cerr << "tiledsl-opt: built without GPU code generation (TILEDSL_ENABLE_CODEGEN=OFF)\n";

@@ -3,24 +3,49 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ir/IR.h"
 
 namespace tiledsl::codegen {
 
+// The target when none is named (the runtime names the GPU present).
+inline constexpr const char* kDefaultArch = "sm_90";
+
+// Everything that decides the code, and what to keep of the stages. One struct for the runtime,
+// tiledsl-opt, tiledsl-aot and the tests.
 struct CompileOptions {
-  std::string arch = "sm_80";  // sm_80 or sm_90 (sm_90a accepted)
+  std::string arch = kDefaultArch;  // sm_80, sm_90 or sm_90a
   int num_warps = 4;
-  bool optimize = true;  // O3; off leaves the lowering's IR as it is (for reading dumps)
+  int num_stages = 3;  // pipelining depth for loops that feed dots (tensor cores, to come)
   // Floating-point contraction (Triton's enable_fp_fusion): a * b + c may become one fma,
   // rounded once. Off, every multiply and add is rounded on its own, as the interpreter does.
   bool fp_fusion = true;
+  bool optimize = true;      // O3; off leaves the lowering's IR as it is (for reading dumps)
+  bool keep_stages = false;  // keep the IR after each pass and the LLVM IR in the result
+  // Called with each stage as it is made: "<n>.<pass>.tir" after each pass, "ll", "ptx" (dumps).
+  std::function<void(const std::string& stage, const std::string& text)> on_stage;
 };
 
-// The kernel as textual LLVM IR (after optimisation at O3), for dumps and tests. `f` must
-// carry layouts (passes::assign_layouts with the same num_warps).
-std::string emit_llvm_ir(const ir::Function& f, const CompileOptions& opts);
+// A one-line tiledsl::Error unless the options name a known target, 1 to 32 warps (a power of
+// two) and 1 to 8 stages.
+void check_options(const CompileOptions& opts);
+
+struct Compiled {
+  std::string entry;         // the kernel's symbol in the PTX
+  std::string ptx;
+  int64_t shared_bytes = 0;  // dynamic shared memory to launch with
+  std::vector<std::pair<std::string, std::string>> ir_after_pass;  // with keep_stages: (pass, IR)
+  std::string llvm_ir;                                             // with keep_stages
+};
+
+// The compile driver: checks the options, verifies the traced kernel, runs the pass pipeline on
+// a copy (the traced IR stays as the interpreter runs it), lowers to LLVM IR and optimises once,
+// and emits PTX. Every error is a one-line tiledsl::Error.
+Compiled compile(const ir::Function& traced, const CompileOptions& opts);
 
 // The dynamic shared memory to launch a compiled kernel with: the arena allocate-shared sized
 // (`shared_bytes` on the function), which codegen declares as one `.extern .shared` array (the
@@ -33,8 +58,5 @@ std::string compiler_identity();
 // The most shared memory one program may use on `arch`; compiling a kernel that needs more is an error.
 int64_t max_shared_bytes(const std::string& arch);
 
-// The kernel as PTX: lower, link libdevice when a math function needs it, optimise at O3,
-// verify, and emit with LLVM's NVPTX backend. Throws tiledsl::Error on an unsupported op.
-std::string compile_to_ptx(const ir::Function& f, const CompileOptions& opts);
 
 }  // namespace tiledsl::codegen

@@ -120,6 +120,10 @@ llvm::Value* Lowering::encode_fp8(llvm::Value* x, DType to) {
   llvm::Value* scale = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(b_.CreateSub(ci(f.man_bits), unb), ci(wbias)), ci(man)), ft);
   llvm::Value* q = intrinsic(llvm::Intrinsic::fptosi_sat, {intrinsic(llvm::Intrinsic::roundeven, {b_.CreateFMul(a, scale)}, {ft})},
                              {it, ft});
+  // Far past the largest finite value (inf, or |x| of 2^31 and more) q is clamped before the
+  // sum below could wrap; it saturates all the same.
+  llvm::Value* cap = ci(int64_t{1} << (f.man_bits + 2));
+  q = b_.CreateSelect(b_.CreateICmpSGT(q, cap), cap, q);
   // ((unb + bias) << man_bits) + q - 2^man_bits covers subnormals (q < 2^man_bits at unb =
   // min_exp) and a round-up into the next binade (q = 2^(man_bits + 1)) alike.
   llvm::Value* enc = b_.CreateSub(b_.CreateAdd(b_.CreateShl(b_.CreateAdd(unb, ci(bias)), ci(f.man_bits)), q),

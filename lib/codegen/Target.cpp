@@ -23,7 +23,10 @@
 #include "codegen/Codegen.h"
 #include "support/Env.h"
 #include "codegen/Lower.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "passes/Pipeline.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::codegen {
@@ -50,8 +53,6 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const CompileOptions& opts) 
     if (llvm::cl::Option* o = llvm::cl::getRegisteredOptions().lookup("disable-licm-promotion"))
       o->addOccurrence(0, "disable-licm-promotion", "true");
   });
-  if (opts.arch != "sm_80" && opts.arch != "sm_90" && opts.arch != "sm_90a")
-    throw Error(fmt::format("codegen: unsupported arch '{}' (expected sm_80, sm_90 or sm_90a)", opts.arch));
   std::string err;
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (!t) throw Error("codegen: NVPTX target unavailable: " + err);
@@ -94,7 +95,6 @@ void link_libdevice(llvm::Module& m) {
 
 std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts,
                                     llvm::TargetMachine& tm) {
-  ir::check_num_warps(opts.num_warps, fmt::format("codegen: kernel '{}'", f.name));
   // Checked before lowering, which would take long over tiles this large for nothing.
   int64_t smem = dynamic_shared_bytes(f), limit = max_shared_bytes(opts.arch);
   if (smem > limit)
@@ -135,27 +135,56 @@ int64_t max_shared_bytes(const std::string& arch) {
   return arch.rfind("sm_90", 0) == 0 ? 232448 : 166912;
 }
 
-std::string emit_llvm_ir(const ir::Function& f, const CompileOptions& opts) {
-  llvm::LLVMContext ctx;
-  auto tm = target_machine(opts);
-  auto m = build(f, ctx, opts, *tm);
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  m->print(os, nullptr);
-  return s;
+void check_options(const CompileOptions& o) {
+  if (o.arch != "sm_80" && o.arch != "sm_90" && o.arch != "sm_90a")
+    throw Error(fmt::format("codegen: unsupported arch '{}' (expected sm_80, sm_90 or sm_90a)", o.arch));
+  ir::check_num_warps(o.num_warps, "codegen");
+  if (o.num_stages < 1 || o.num_stages > 8)
+    throw Error(fmt::format("codegen: num_stages must be from 1 to 8, got {}", o.num_stages));
 }
 
-std::string compile_to_ptx(const ir::Function& f, const CompileOptions& opts) {
+Compiled compile(const ir::Function& traced, const CompileOptions& o) {
+  check_options(o);
+  ir::verify(traced);
+  auto f = ir::parse(ir::print(traced));  // a print/parse round trip is an exact deep copy
+  Compiled out;
+  out.entry = traced.name;
+  const bool stages = o.keep_stages || o.on_stage;
+  auto stage = [&](const std::string& name, const std::string& text) {
+    if (o.on_stage) o.on_stage(name, text);
+  };
+  int step = 0;
+  passes::PipelineOptions popts;
+  popts.num_warps = o.num_warps;
+  if (stages)
+    popts.after_pass = [&](const std::string& pass, const ir::Function& g) {
+      std::string text = ir::print(g);
+      stage(fmt::format("{}.{}.tir", step++, pass), text);
+      if (o.keep_stages) out.ir_after_pass.emplace_back(pass, std::move(text));
+    };
+  passes::run_pipeline(*f, popts);
+  out.shared_bytes = dynamic_shared_bytes(*f);
+  // Lowered and optimised once; the LLVM IR kept is the module PTX is emitted from.
   llvm::LLVMContext ctx;
-  auto tm = target_machine(opts);
-  auto m = build(f, ctx, opts, *tm);
+  auto tm = target_machine(o);
+  auto m = build(*f, ctx, o, *tm);
+  if (stages) {
+    std::string ll;
+    llvm::raw_string_ostream os(ll);
+    m->print(os, nullptr);
+    os.flush();
+    stage("ll", ll);
+    if (o.keep_stages) out.llvm_ir = std::move(ll);
+  }
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
     throw Error("codegen: the NVPTX target cannot emit assembly");
   pm.run(*m);
-  return std::string(ptx.str());
+  out.ptx = std::string(ptx.str());
+  stage("ptx", out.ptx);
+  return out;
 }
 
 }  // namespace tiledsl::codegen

@@ -23,11 +23,19 @@ template <class... Args>
 }
 
 namespace detail {
+// The file's base name only: no path of the machine that built the library in a message.
+constexpr const char* base_name(const char* path) {
+  const char* base = path;
+  for (const char* p = path; *p; ++p)
+    if (*p == '/') base = p + 1;
+  return base;
+}
+
 template <class... Args>
 [[noreturn]] void internal_error(const char* file, int line, Args&&... args) {
-  std::string msg = fmt::format("tiledsl internal error at {}:{}: ", file, line);
+  std::string msg = fmt::format("tiledsl internal error at {}:{}: ", base_name(file), line);
   ((msg += fmt::format("{}", std::forward<Args>(args))), ...);
-  throw Error(msg);
+  throw InternalError(msg);
 }
 }  // namespace detail
 

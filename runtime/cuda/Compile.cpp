@@ -12,6 +12,7 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "passes/Pipeline.h"
+#include "runtime/Files.h"
 #include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/NvJitLink.h"
 
@@ -30,35 +31,25 @@ std::string compiler_identity() { return codegen::compiler_identity(); }
 
 GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, const std::string& arch,
                           bool keep_stages) {
-  const int num_warps = o.num_warps, num_stages = o.num_stages;
-  // The traced IR stays as the interpreter runs it; the passes rewrite a copy (a print/parse
-  // round trip is an exact deep copy).
-  std::string traced = ir::print(f);
-  auto copy = ir::parse(traced);
-  std::string stem = fmt::format("{}-w{}-s{}{}-{}", f.name, num_warps, num_stages, o.fp_fusion ? "" : "-nofusion", arch);
-  int step = 0;
-  GpuBinary bin;
-  passes::PipelineOptions opts;
-  opts.num_warps = num_warps;
-  opts.after_pass = [&](const std::string& pass, const ir::Function& g) {
-    if (!keep_stages && env::value(env::Var::TILEDSL_DUMP_DIR).empty()) return;
-    std::string text = ir::print(g);
-    dump(stem, fmt::format(".{}.{}.tir", step++, pass), text);
-    if (keep_stages) bin.ir_after_pass.emplace_back(pass, std::move(text));
-  };
-  passes::run_pipeline(*copy, opts);
   codegen::CompileOptions copts;
   copts.arch = arch;
-  copts.num_warps = num_warps;
+  copts.num_warps = o.num_warps;
+  copts.num_stages = o.num_stages;
   copts.fp_fusion = o.fp_fusion;
-  if (keep_stages || !env::value(env::Var::TILEDSL_DUMP_DIR).empty()) {
-    bin.llvm_ir = codegen::emit_llvm_ir(*copy, copts);
-    dump(stem, ".ll", bin.llvm_ir);
+  copts.keep_stages = keep_stages;
+  if (!env::value(env::Var::TILEDSL_DUMP_DIR).empty()) {
+    // The specialisation's hash keeps specialisations that differ only in a constexpr apart.
+    std::string stem = fmt::format("{}-{}-w{}-s{}{}-{}", f.name, hash128(ir::print(f)).substr(0, 16), o.num_warps,
+                                   o.num_stages, o.fp_fusion ? "" : "-nofusion", arch);
+    copts.on_stage = [stem](const std::string& stage, const std::string& text) { dump(stem, "." + stage, text); };
   }
-  bin.ptx = codegen::compile_to_ptx(*copy, copts);
-  dump(stem, ".ptx", bin.ptx);
-  bin.entry = f.name;
-  bin.shared_bytes = static_cast<int>(codegen::dynamic_shared_bytes(*copy));
+  codegen::Compiled c = codegen::compile(f, copts);
+  GpuBinary bin;
+  bin.ptx = std::move(c.ptx);
+  bin.entry = std::move(c.entry);
+  bin.shared_bytes = static_cast<int>(c.shared_bytes);
+  bin.ir_after_pass = std::move(c.ir_after_pass);
+  bin.llvm_ir = std::move(c.llvm_ir);
   return bin;
 }
 
@@ -85,11 +76,10 @@ bool warm_up_compiler() {
 })";
   try {
     auto f = ir::parse(kWarmUp);
-    passes::run_pipeline(*f, passes::PipelineOptions{});  // not compile_for_gpu: nothing to dump
-    codegen::CompileOptions opts;
+    codegen::CompileOptions opts;  // not compile_for_gpu: nothing to dump
     std::string arch = env::value(env::Var::TILEDSL_ARCH);
-    opts.arch = arch.empty() ? "sm_90" : arch;
-    std::string ptx = codegen::compile_to_ptx(*f, opts);
+    if (!arch.empty()) opts.arch = arch;
+    std::string ptx = codegen::compile(*f, opts).ptx;
     // nvJitLink, when it is in use, starts up here too (its library takes a while to load).
     if (cuda::nvjitlink_available()) cuda::nvjitlink_compile(ptx, opts.arch, "tiledsl_warm_up");
     return ptx.find(".entry tiledsl_warm_up") != std::string::npos;

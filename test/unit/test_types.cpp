@@ -7,6 +7,7 @@
 
 #include "ir/Type.h"
 #include "support/Env.h"
+#include "support/Error.h"
 
 using namespace tiledsl;
 using ir::Type;
@@ -52,4 +53,12 @@ TEST_CASE("switches read 1/true/on/yes and 0/false/off/no; anything else is an e
   CHECK_THROWS_WITH(tiledsl::env::flag(Var::TILEDSL_PRINT_AUTOTUNING, false),
                     "TILEDSL_PRINT_AUTOTUNING must be 1/true/on/yes or 0/false/off/no, got 'maybe'");
   unsetenv(name);
+}
+
+TEST_CASE("our broken invariants are InternalError, named by file base name and line", "[unit]") {
+  auto broken = [] { TILEDSL_CHECK(1 + 1 == 3, "arithmetic"); };
+  const int line = __LINE__ - 1;
+  REQUIRE_THROWS_AS(broken(), tiledsl::InternalError);
+  REQUIRE_THROWS_WITH(broken(), "tiledsl internal error at test_types.cpp:" + std::to_string(line) +
+                                    ": check failed: 1 + 1 == 3: arithmetic");
 }
