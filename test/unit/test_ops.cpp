@@ -83,7 +83,7 @@ H<T> arith_ref(int op, H<T> a, H<T> b) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("arithmetic, negation, maximum and minimum match C++ on every dtype", "[interp]", int8_t, int16_t, int32_t,
-                   int64_t, uint8_t, uint32_t, float, double, tl::f16, tl::bf16) {
+                   int64_t, uint8_t, uint16_t, uint32_t, uint64_t, float, double, tl::f16, tl::bf16) {
   using T = TestType;
   std::vector<H<T>> a, b;
   if constexpr (is_fp<T>) {
@@ -149,7 +149,7 @@ const tl::Kernel& compare_kernel() {
 }  // namespace
 
 TEMPLATE_TEST_CASE("comparisons match C++ on every dtype", "[interp]", bool, int8_t, int16_t, int32_t, int64_t, uint8_t,
-                   uint32_t, float, double, tl::f16, tl::bf16) {
+                   uint16_t, uint32_t, uint64_t, float, double, tl::f16, tl::bf16) {
   using T = TestType;
   // A small range, so that ties are frequent.
   std::vector<H<T>> a, b;
@@ -222,7 +222,7 @@ const tl::Kernel& bitwise_kernel() {
 }  // namespace
 
 TEMPLATE_TEST_CASE("bitwise ops, shifts, negation and abs match C++", "[interp]", bool, int8_t, int16_t, int32_t, int64_t,
-                   uint8_t, uint32_t) {
+                   uint8_t, uint16_t, uint32_t, uint64_t) {
   using T = TestType;
   constexpr bool is_bool = std::is_same_v<T, bool>;
   constexpr int width = is_bool ? 1 : 8 * sizeof(T);
@@ -961,8 +961,8 @@ TEST_CASE("broadcast_to, expand_dims, reshape, trans and permute move elements",
 }
 
 // --- Loads and stores -----------------------------------------------------------------------
-TEMPLATE_TEST_CASE("load with mask and other, store with mask", "[interp]", bool, int8_t, int32_t, int64_t, uint32_t,
-                   float, double, tl::f16, tl::bf16) {
+TEMPLATE_TEST_CASE("load with mask and other, store with mask", "[interp]", bool, int8_t, int32_t, int64_t, uint16_t,
+                   uint32_t, uint64_t, float, double, tl::f16, tl::bf16) {
   using T = TestType;
   // Every third element is masked off (not just a tail): loads give `other`, stores skip it.
   auto k = tl::kernel("masked", {"x", "out", "copy", "n", "BLOCK"},

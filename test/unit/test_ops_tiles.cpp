@@ -156,7 +156,7 @@ std::vector<H<T>> reduce_inputs(uint64_t seed) {
 }  // namespace
 
 TEMPLATE_TEST_CASE("sum, max, min, argmax, argmin and tl::reduce over each axis", "[interp]", float, double, tl::f16,
-                   tl::bf16, int8_t, uint8_t, int32_t, uint32_t, int64_t) {
+                   tl::bf16, int8_t, uint8_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t) {
   using T = TestType;
   using S = tl::detail::sum_t<T>;
   auto x = reduce_inputs<T>(501);
@@ -365,7 +365,7 @@ const tl::Kernel& atomic_kernel() {
 }  // namespace
 
 TEMPLATE_TEST_CASE("atomic add, max, min, xchg, and, or, xor from many programs on the same addresses", "[interp]", int32_t,
-                   uint32_t, int64_t, float, double, tl::f16) {
+                   uint32_t, int64_t, uint64_t, float, double, tl::f16) {
   using T = TestType;
   const int n = 1000;
   std::vector<H<T>> x;
