@@ -1,6 +1,7 @@
 // tiledsl-bench: GPU benchmarks. Each workload prints time, bandwidth and the ratio to a
 // reference measured in the same process (a device-to-device copy of the same bytes for
 // memory-bound kernels). Without a GPU it says so and exits 0.
+#include <dlfcn.h>
 #include <tiledsl/tiledsl.h>
 
 #include <algorithm>
@@ -11,23 +12,20 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
 
-#include <dlfcn.h>
-
-#include <random>
-
 #include "attention_kernel.h"
-#include "support/Env.h"
-#include "layernorm_kernel.h"
-#include "softmax_kernel.h"
 #include "ir/Parser.h"
+#include "layernorm_kernel.h"
 #include "runtime/Backend.h"
-#include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/Driver.h"
+#include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/NvJitLink.h"
+#include "softmax_kernel.h"
+#include "support/Env.h"
 
 namespace tl = tiledsl;
 namespace cu = tiledsl::cuda;
@@ -68,7 +66,8 @@ double time_ms_repeated(const std::string& what, const std::function<void()>& fn
 
 // The memory-bound reference: copying `bytes` bytes (read + write) device to device.
 double copy_gbps(size_t bytes) {
-  auto a = tl::Tensor::empty({static_cast<int64_t>(bytes / 4)}), b = tl::Tensor::empty({static_cast<int64_t>(bytes / 4)});
+  auto a = tl::Tensor::empty({static_cast<int64_t>(bytes / 4)}),
+       b = tl::Tensor::empty({static_cast<int64_t>(bytes / 4)});
   double ms = time_ms_repeated("copy", [&] {
     cu::check(drv().cuMemcpyDtoDAsync(reinterpret_cast<cu::CUdeviceptr>(b.data_ptr()),
                                       reinterpret_cast<cu::CUdeviceptr>(a.data_ptr()), bytes, nullptr),
@@ -120,24 +119,25 @@ const tl::Kernel layernorm_kernel = tl::kernel(
 
 // SpMM, one program per row as Triton's row kernel: BLOCK_NNZ nonzeros at a time, each
 // scaling a row of the dense matrix, summed over the chunk.
-const tl::Kernel spmm_kernel = tl::kernel(
-    "spmm_rows", {"vals", "row_ptr", "cols", "b", "c", "N_COLS", "BLOCK_NNZ"},
-    [](tl::Ptr<float> vals, tl::Ptr<int32_t> row_ptr, tl::Ptr<int32_t> cols, tl::Ptr<float> b, tl::Ptr<float> c,
-       tl::Constexpr N_COLS, tl::Constexpr BLOCK_NNZ) {
-      auto row = tl::program_id(0);
-      auto start = tl::load(row_ptr + row), end = tl::load(row_ptr + row + 1);
-      auto oc = tl::arange(0, N_COLS);
-      auto acc = tl::zeros<float>({N_COLS});
-      tl::range(start, end, BLOCK_NNZ, [&](tl::Int i) {
-        auto oi = i + tl::arange(0, BLOCK_NNZ);
-        auto m = oi < end;
-        auto col = tl::load(cols + oi, m, 0);
-        auto v = tl::load(vals + oi, m, 0.0f);
-        auto rows = tl::load(b + col(tl::_, tl::newaxis) * N_COLS + oc(tl::newaxis, tl::_), m(tl::_, tl::newaxis), 0.0f);
-        acc = acc + tl::sum(v(tl::_, tl::newaxis) * rows, 0);
-      });
-      tl::store(c + row * N_COLS + oc, acc);
-    });
+const tl::Kernel spmm_kernel =
+    tl::kernel("spmm_rows", {"vals", "row_ptr", "cols", "b", "c", "N_COLS", "BLOCK_NNZ"},
+               [](tl::Ptr<float> vals, tl::Ptr<int32_t> row_ptr, tl::Ptr<int32_t> cols, tl::Ptr<float> b,
+                  tl::Ptr<float> c, tl::Constexpr N_COLS, tl::Constexpr BLOCK_NNZ) {
+                 auto row = tl::program_id(0);
+                 auto start = tl::load(row_ptr + row), end = tl::load(row_ptr + row + 1);
+                 auto oc = tl::arange(0, N_COLS);
+                 auto acc = tl::zeros<float>({N_COLS});
+                 tl::range(start, end, BLOCK_NNZ, [&](tl::Int i) {
+                   auto oi = i + tl::arange(0, BLOCK_NNZ);
+                   auto m = oi < end;
+                   auto col = tl::load(cols + oi, m, 0);
+                   auto v = tl::load(vals + oi, m, 0.0f);
+                   auto rows = tl::load(b + col(tl::_, tl::newaxis) * N_COLS + oc(tl::newaxis, tl::_),
+                                        m(tl::_, tl::newaxis), 0.0f);
+                   acc = acc + tl::sum(v(tl::_, tl::newaxis) * rows, 0);
+                 });
+                 tl::store(c + row * N_COLS + oc, acc);
+               });
 
 // cuSPARSE's generic SpMM through dlopen (TILEDSL_CUSPARSE_PATH, else libcusparse.so.12), the
 // reference for the SpMM benchmark. Enum values are cusparse.h's.
@@ -211,8 +211,9 @@ int export_kernels(const std::string& dir) {
   auto t = [](int64_t n) { return tl::Tensor::empty({n}); };
   tl::Kernel add = make_add("add");
   for (auto [warps, block] : kAddConfigs)
-    emit("add-w" + std::to_string(warps) + "-b" + std::to_string(block) + ".ptx", add.ir(t(16), t(16), t(16), 1 << 20, block),
-         warps, "\"kernel\": \"add\", \"BLOCK\": " + std::to_string(block));
+    emit("add-w" + std::to_string(warps) + "-b" + std::to_string(block) + ".ptx",
+         add.ir(t(16), t(16), t(16), 1 << 20, block), warps,
+         "\"kernel\": \"add\", \"BLOCK\": " + std::to_string(block));
   for (auto [m, n] : kSoftmaxShapes)
     for (int warps : kRowWarps) {
       int64_t block = next_pow2(n);
@@ -224,14 +225,16 @@ int export_kernels(const std::string& dir) {
     emit("layernorm-w" + std::to_string(warps) + ".ptx",
          layernorm_kernel.ir(t(16), t(16), t(16), t(16), t(16), t(16), kLayerNormCols, kLayerNormCols, 1e-5f,
                              next_pow2(kLayerNormCols)),
-         warps, "\"kernel\": \"layernorm\", \"rows\": " + std::to_string(kLayerNormRows) + ", \"cols\": " +
-                    std::to_string(kLayerNormCols));
+         warps,
+         "\"kernel\": \"layernorm\", \"rows\": " + std::to_string(kLayerNormRows) +
+             ", \"cols\": " + std::to_string(kLayerNormCols));
   for (int warps : kRowWarps)
     emit("layernorm_loops-w" + std::to_string(warps) + ".ptx",
          layernorm::layer_norm_fwd.ir(t(16), t(16), t(16), t(16), t(16), t(16), kLayerNormCols, kLayerNormCols, 1e-5f,
                                       next_pow2(kLayerNormCols)),
-         warps, "\"kernel\": \"layernorm_loops\", \"rows\": " + std::to_string(kLayerNormRows) + ", \"cols\": " +
-                    std::to_string(kLayerNormCols));
+         warps,
+         "\"kernel\": \"layernorm_loops\", \"rows\": " + std::to_string(kLayerNormRows) +
+             ", \"cols\": " + std::to_string(kLayerNormCols));
   std::printf("%s/kernels.jsonl\n", dir.c_str());
   return 0;
 }
@@ -284,12 +287,14 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
     row_ptr.push_back(static_cast<int32_t>(cols.size()));
   }
   int64_t nnz = static_cast<int64_t>(cols.size());
-  auto t_vals = tl::Tensor::from_host(vals), t_cols = tl::Tensor::from_host(cols), t_rp = tl::Tensor::from_host(row_ptr);
+  auto t_vals = tl::Tensor::from_host(vals), t_cols = tl::Tensor::from_host(cols),
+       t_rp = tl::Tensor::from_host(row_ptr);
   auto b = tl::Tensor::randn({k, f}, 9), c = tl::Tensor::empty({m, f}), c_ref = tl::Tensor::empty({m, f});
   // A few launch configurations (num_warps, BLOCK_NNZ); the fastest is reported, each is printed.
   double ms = 1e30;
   std::string best;
-  for (auto [warps, chunk] : {std::pair{4, 16}, std::pair{2, 16}, std::pair{1, 8}, std::pair{1, 16}, std::pair{1, 32}}) {
+  for (auto [warps, chunk] :
+       {std::pair{4, 16}, std::pair{2, 16}, std::pair{1, 8}, std::pair{1, 16}, std::pair{1, 32}}) {
     auto launch = [&] { spmm_kernel[m].options({.num_warps = warps})(t_vals, t_rp, t_cols, b, c, f, chunk); };
     launch();
     double t = time_ms(launch);
@@ -300,7 +305,8 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
     }
   }
   double gflops = 2.0 * static_cast<double>(nnz * f) / ms / 1e6;
-  std::string name = "spmm " + std::to_string(m) + "x" + std::to_string(k) + " F=" + std::to_string(f) + " [" + best + "]";
+  std::string name =
+      "spmm " + std::to_string(m) + "x" + std::to_string(k) + " F=" + std::to_string(f) + " [" + best + "]";
   std::string why;
   const CuSparse* cs = CuSparse::load(&why);
   if (!cs) {
@@ -309,18 +315,23 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
   }
   void *handle, *mat_a, *mat_b, *mat_c;
   check_sparse(cs->create(&handle), "cusparseCreate");
-  check_sparse(cs->create_csr(&mat_a, m, k, nnz, t_rp.data_ptr(), t_cols.data_ptr(), t_vals.data_ptr(), CuSparse::kIndex32,
-                              CuSparse::kIndex32, CuSparse::kBaseZero, CuSparse::kR32F), "cusparseCreateCsr");
-  check_sparse(cs->create_dn_mat(&mat_b, k, f, f, b.data_ptr(), CuSparse::kR32F, CuSparse::kRowMajor), "cusparseCreateDnMat");
-  check_sparse(cs->create_dn_mat(&mat_c, m, f, f, c_ref.data_ptr(), CuSparse::kR32F, CuSparse::kRowMajor), "cusparseCreateDnMat");
+  check_sparse(cs->create_csr(&mat_a, m, k, nnz, t_rp.data_ptr(), t_cols.data_ptr(), t_vals.data_ptr(),
+                              CuSparse::kIndex32, CuSparse::kIndex32, CuSparse::kBaseZero, CuSparse::kR32F),
+               "cusparseCreateCsr");
+  check_sparse(cs->create_dn_mat(&mat_b, k, f, f, b.data_ptr(), CuSparse::kR32F, CuSparse::kRowMajor),
+               "cusparseCreateDnMat");
+  check_sparse(cs->create_dn_mat(&mat_c, m, f, f, c_ref.data_ptr(), CuSparse::kR32F, CuSparse::kRowMajor),
+               "cusparseCreateDnMat");
   float alpha = 1, beta = 0;
   size_t bytes = 0;
-  check_sparse(cs->spmm_buffer_size(handle, CuSparse::kNonTranspose, CuSparse::kNonTranspose, &alpha, mat_a, mat_b, &beta,
-                                    mat_c, CuSparse::kR32F, CuSparse::kAlgDefault, &bytes), "cusparseSpMM_bufferSize");
+  check_sparse(cs->spmm_buffer_size(handle, CuSparse::kNonTranspose, CuSparse::kNonTranspose, &alpha, mat_a, mat_b,
+                                    &beta, mat_c, CuSparse::kR32F, CuSparse::kAlgDefault, &bytes),
+               "cusparseSpMM_bufferSize");
   auto buffer = tl::Tensor::empty({static_cast<int64_t>(bytes / 4 + 1)});
   auto ref = [&] {
     check_sparse(cs->spmm(handle, CuSparse::kNonTranspose, CuSparse::kNonTranspose, &alpha, mat_a, mat_b, &beta, mat_c,
-                          CuSparse::kR32F, CuSparse::kAlgDefault, buffer.data_ptr()), "cusparseSpMM");
+                          CuSparse::kR32F, CuSparse::kAlgDefault, buffer.data_ptr()),
+                 "cusparseSpMM");
   };
   ref();
   auto got = c.to_host<float>(), want = c_ref.to_host<float>();
@@ -331,7 +342,8 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
   }
   double ref_ms = time_ms(ref);
   double ref_gflops = 2.0 * static_cast<double>(nnz * f) / ref_ms / 1e6;
-  summary().add_row({name, num(ms), num(gflops, 1), "GFLOP/s", "cuSPARSE " + num(ref_gflops, 1), num(gflops / ref_gflops, 3)});
+  summary().add_row(
+      {name, num(ms), num(gflops, 1), "GFLOP/s", "cuSPARSE " + num(ref_gflops, 1), num(gflops / ref_gflops, 3)});
   std::printf("%-40s %10.4f ms %9.1f GFLOP/s   cuSPARSE %9.1f GFLOP/s   ratio %.3f   relerr %.1e\n", name.c_str(), ms,
               gflops, ref_gflops, gflops / ref_gflops, std::sqrt(err / norm));
 }
@@ -377,8 +389,8 @@ void first_launch_attention(const char* label) {
   auto q = tl::Tensor::randn({1, 1, n, d}, 1, tl::DType::bf16), k = tl::Tensor::randn({1, 1, n, d}, 2, tl::DType::bf16),
        v = tl::Tensor::randn({1, 1, n, d}, 3, tl::DType::bf16), o = tl::Tensor::empty({1, 1, n, d});
   auto t0 = std::chrono::steady_clock::now();
-  attention::attention_kernel[tl::grid(tl::cdiv(n, 32), 1)].options({.num_warps = 8})(q, k, v, o, 0.088f, n * d, n * d, d,
-                                                                                     1, 1, n, d, 32, 32, 0);
+  attention::attention_kernel[tl::grid(tl::cdiv(n, 32), 1)].options({.num_warps = 8})(q, k, v, o, 0.088f, n * d, n * d,
+                                                                                      d, 1, 1, n, d, 32, 32, 0);
   drv().cuCtxSynchronize();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   summary().add_row({label, num(ms, 3), "", "", "", ""});
@@ -398,11 +410,16 @@ int main(int argc, char** argv) {
   std::string csv;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "first-launch") first_launch_only = true;
-    else if (a == "cold") cold_only = true;
-    else if (a == "memory") memory_only = true;
-    else if (a == "export" && i + 1 < argc) return export_kernels(argv[i + 1]);
-    else if (a.rfind("--csv=", 0) == 0) csv = a.substr(6);
+    if (a == "first-launch")
+      first_launch_only = true;
+    else if (a == "cold")
+      cold_only = true;
+    else if (a == "memory")
+      memory_only = true;
+    else if (a == "export" && i + 1 < argc)
+      return export_kernels(argv[i + 1]);
+    else if (a.rfind("--csv=", 0) == 0)
+      csv = a.substr(6);
   }
 
   std::string why;
@@ -456,8 +473,9 @@ int main(int argc, char** argv) {
                                                    {reinterpret_cast<uintptr_t>(y.data_ptr())},
                                                    {reinterpret_cast<uintptr_t>(o.data_ptr())},
                                                    {1024}}};
-      host_time_per_launch("host time per launch, cuLaunchKernel alone",
-                           [&] { tiledsl::runtime::launch_gpu_kernel(*gk, raw, {1, 1, 1}, nullptr); });
+      host_time_per_launch("host time per launch, cuLaunchKernel alone", [&] {
+        tiledsl::runtime::launch_gpu_kernel(*gk, raw, {1, 1, 1}, nullptr);
+      });
     }
 
     first_launch_attention("cold compile + first launch, attention");
@@ -497,13 +515,16 @@ int main(int argc, char** argv) {
         return 1;
       }
     double bytes = 3.0 * n * 4;
-    row("add f32 n=2^" + std::to_string(log2n) + " [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
+    row("add f32 n=2^" + std::to_string(log2n) + " [" + config + "]", ms, bytes / ms / 1e6,
+        copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
   }
 
   for (auto [m, n] : kSoftmaxShapes) {
     auto x = tl::Tensor::randn({m, n}, 3), y = tl::Tensor::empty({m, n});
     int64_t block = next_pow2(n);
-    auto launch = [&](int warps, int64_t) { softmax::softmax_kernel[m].options({.num_warps = warps})(y, x, n, n, n, block); };
+    auto launch = [&](int warps, int64_t) {
+      softmax::softmax_kernel[m].options({.num_warps = warps})(y, x, n, n, n, block);
+    };
     auto [ms, config] = best_config("softmax", row_configs(block), launch);
     auto ys = y.to_host<float>();
     double row_sum = 0;
@@ -526,7 +547,8 @@ int main(int argc, char** argv) {
     };
     auto [ms, config] = best_config("layernorm", row_configs(next_pow2(n)), launch);
     double bytes = 2.0 * m * n * 4;
-    row("layernorm fwd f32 4096x4096 [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)), "copy");
+    row("layernorm fwd f32 4096x4096 [" + config + "]", ms, bytes / ms / 1e6, copy_gbps(static_cast<size_t>(bytes / 2)),
+        "copy");
     // The example's kernel, three loops over the row as in Triton's tutorial: x is read three times.
     auto launch_loops = [&](int warps, int64_t block) {
       layernorm::layer_norm_fwd[m].options({.num_warps = warps})(x, y, w, b, mean, rstd, n, n, 1e-5f, block);

@@ -53,7 +53,7 @@ int main() {
     for (int step = first_step; step < first_step + steps; ++step) {
       auto grads = tl::Tensor::randn({n}, 100 + static_cast<uint64_t>(step));
       adam_step[tl::grid(tl::cdiv(n, block))](params, grads, exp_avg, exp_avg_sq, n, lr, beta1, beta2, eps, step,
-                                               block);
+                                              block);
       // The reference in double, from the f32 hyperparameters the kernel sees.
       auto gs = grads.to_double();
       const double b1 = beta1, b2 = beta2;

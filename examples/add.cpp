@@ -4,14 +4,14 @@
 
 namespace tl = tiledsl;
 
-const tl::Kernel add_kernel = tl::kernel(
-    "add_kernel", {"x", "y", "out", "n", "BLOCK"},
-    [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
-      auto pid = tl::program_id(0);
-      auto offs = pid * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      tl::store(out + offs, tl::load(x + offs, mask) + tl::load(y + offs, mask), mask);
-    });
+const tl::Kernel add_kernel =
+    tl::kernel("add_kernel", {"x", "y", "out", "n", "BLOCK"},
+               [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                 auto pid = tl::program_id(0);
+                 auto offs = pid * BLOCK + tl::arange(0, BLOCK);
+                 auto mask = offs < n;
+                 tl::store(out + offs, tl::load(x + offs, mask) + tl::load(y + offs, mask), mask);
+               });
 
 int main() {
   return example::run("add", [] {

@@ -2,9 +2,9 @@
 // benchmarks (bench/) time the same kernel. Design notes are in examples/attention.cpp.
 #pragma once
 
-#include <cmath>
-
 #include <tiledsl/tiledsl.h>
+
+#include <cmath>
 
 namespace attention {
 namespace tl = tiledsl;
@@ -23,10 +23,10 @@ inline const tl::Kernel attention_kernel = tl::kernel(
       // Q @ K^T is a plain dot.
       auto q_block = tl::make_block_ptr(q + head, {N, HEAD_DIM}, {stride_n, stride_d}, {start_m * BLOCK_M, 0},
                                         {BLOCK_M, HEAD_DIM}, {1, 0});
-      auto k_block = tl::make_block_ptr(k + head, {HEAD_DIM, N}, {stride_d, stride_n}, {0, 0}, {HEAD_DIM, BLOCK_N},
-                                        {0, 1});
-      auto v_block = tl::make_block_ptr(v + head, {N, HEAD_DIM}, {stride_n, stride_d}, {0, 0}, {BLOCK_N, HEAD_DIM},
-                                        {1, 0});
+      auto k_block =
+          tl::make_block_ptr(k + head, {HEAD_DIM, N}, {stride_d, stride_n}, {0, 0}, {HEAD_DIM, BLOCK_N}, {0, 1});
+      auto v_block =
+          tl::make_block_ptr(v + head, {N, HEAD_DIM}, {stride_n, stride_d}, {0, 0}, {BLOCK_N, HEAD_DIM}, {1, 0});
       auto o_block = tl::make_block_ptr(o + head, {N, HEAD_DIM}, {stride_n, stride_d}, {start_m * BLOCK_M, 0},
                                         {BLOCK_M, HEAD_DIM}, {1, 0});
 

@@ -16,30 +16,30 @@ constexpr double kSigmaSpace = 2.0, kSigmaRange = 0.1;
 
 double spatial_weight(int dy, int dx) { return std::exp(-(dy * dy + dx * dx) / (2 * kSigmaSpace * kSigmaSpace)); }
 
-const tl::Kernel bilateral_kernel = tl::kernel(
-    "bilateral_kernel", {"img", "out", "H", "W", "stride", "range_coef", "BLOCK_H", "BLOCK_W"},
-    [](tl::Ptr<float> img, tl::Ptr<float> out, tl::Int H, tl::Int W, tl::Int stride, tl::Float range_coef,
-       tl::Constexpr BLOCK_H, tl::Constexpr BLOCK_W) {
-      auto rows = (tl::program_id(0) * BLOCK_H + tl::arange(0, BLOCK_H))(tl::_, tl::newaxis);
-      auto cols = (tl::program_id(1) * BLOCK_W + tl::arange(0, BLOCK_W))(tl::newaxis, tl::_);
-      auto inside = (rows < H) & (cols < W);
-      auto center = tl::load(img + rows * stride + cols, inside, 0.0f);
-      auto num = tl::zeros<float>({BLOCK_H, BLOCK_W}), den = tl::zeros<float>({BLOCK_H, BLOCK_W});
-      for (int dy = -kRadius; dy <= kRadius; ++dy)
-        for (int dx = -kRadius; dx <= kRadius; ++dx) {
-          auto r = rows + dy, c = cols + dx;
-          auto valid = (r >= 0) & (r < H) & (c >= 0) & (c < W);
-          auto nb = tl::load(img + r * stride + c, valid, 0.0f);
-          auto diff = nb - center;
-          // range_coef = -log2(e) / (2 sigma_r^2), so exp2 gives the Gaussian of the difference.
-          auto space = static_cast<float>(spatial_weight(dy, dx));  // a trace-time constant
-          auto w = tl::where(valid, tl::exp2(diff * diff * range_coef) * space, 0.0f);
-          num += w * nb;
-          den += w;
-        }
-      // The centre tap always has weight 1, so den > 0 wherever the store writes.
-      tl::store(out + rows * stride + cols, num / den, inside);
-    });
+const tl::Kernel bilateral_kernel =
+    tl::kernel("bilateral_kernel", {"img", "out", "H", "W", "stride", "range_coef", "BLOCK_H", "BLOCK_W"},
+               [](tl::Ptr<float> img, tl::Ptr<float> out, tl::Int H, tl::Int W, tl::Int stride, tl::Float range_coef,
+                  tl::Constexpr BLOCK_H, tl::Constexpr BLOCK_W) {
+                 auto rows = (tl::program_id(0) * BLOCK_H + tl::arange(0, BLOCK_H))(tl::_, tl::newaxis);
+                 auto cols = (tl::program_id(1) * BLOCK_W + tl::arange(0, BLOCK_W))(tl::newaxis, tl::_);
+                 auto inside = (rows < H) & (cols < W);
+                 auto center = tl::load(img + rows * stride + cols, inside, 0.0f);
+                 auto num = tl::zeros<float>({BLOCK_H, BLOCK_W}), den = tl::zeros<float>({BLOCK_H, BLOCK_W});
+                 for (int dy = -kRadius; dy <= kRadius; ++dy)
+                   for (int dx = -kRadius; dx <= kRadius; ++dx) {
+                     auto r = rows + dy, c = cols + dx;
+                     auto valid = (r >= 0) & (r < H) & (c >= 0) & (c < W);
+                     auto nb = tl::load(img + r * stride + c, valid, 0.0f);
+                     auto diff = nb - center;
+                     // range_coef = -log2(e) / (2 sigma_r^2), so exp2 gives the Gaussian of the difference.
+                     auto space = static_cast<float>(spatial_weight(dy, dx));  // a trace-time constant
+                     auto w = tl::where(valid, tl::exp2(diff * diff * range_coef) * space, 0.0f);
+                     num += w * nb;
+                     den += w;
+                   }
+                 // The centre tap always has weight 1, so den > 0 wherever the store writes.
+                 tl::store(out + rows * stride + cols, num / den, inside);
+               });
 
 // Gradients, a bright disc, a dark bar and Gaussian noise, clamped to [0, 1].
 std::vector<float> synthetic_image(int h, int w) {

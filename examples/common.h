@@ -2,13 +2,13 @@
 // "name  backend  max_err  OK|FAIL" that scripts/run-examples.sh collects.
 #pragma once
 
+#include <tiledsl/tiledsl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <tiledsl/tiledsl.h>
 
 namespace example {
 

@@ -16,8 +16,8 @@ const tl::Kernel layer_norm_bwd_dx = tl::kernel(
     "layer_norm_bwd_dx",
     {"x", "dy", "dx", "w", "mean", "rstd", "partial_dw", "partial_db", "stride", "m", "n", "GROUPS", "BLOCK"},
     [](tl::Ptr<float> x, tl::Ptr<float> dy, tl::Ptr<float> dx, tl::Ptr<float> w, tl::Ptr<float> mean,
-       tl::Ptr<float> rstd, tl::Ptr<float> partial_dw, tl::Ptr<float> partial_db, tl::Int stride, tl::Int m,
-       tl::Int n, tl::Constexpr GROUPS, tl::Constexpr BLOCK) {
+       tl::Ptr<float> rstd, tl::Ptr<float> partial_dw, tl::Ptr<float> partial_db, tl::Int stride, tl::Int m, tl::Int n,
+       tl::Constexpr GROUPS, tl::Constexpr BLOCK) {
       auto pid = tl::program_id(0);
       auto cols = tl::arange(0, BLOCK);
       auto mask = cols < n;
@@ -41,20 +41,20 @@ const tl::Kernel layer_norm_bwd_dx = tl::kernel(
     });
 
 // Sums the partial rows: one program per BLOCK columns.
-const tl::Kernel layer_norm_bwd_dwdb = tl::kernel(
-    "layer_norm_bwd_dwdb", {"partial_dw", "partial_db", "dw", "db", "groups", "n", "BLOCK"},
-    [](tl::Ptr<float> partial_dw, tl::Ptr<float> partial_db, tl::Ptr<float> dw, tl::Ptr<float> db, tl::Int groups,
-       tl::Int n, tl::Constexpr BLOCK) {
-      auto cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = cols < n;
-      auto dw_acc = tl::zeros<float>({BLOCK}), db_acc = tl::zeros<float>({BLOCK});
-      tl::range(0, groups, [&](tl::Int g) {
-        dw_acc += tl::load(partial_dw + g * n + cols, mask, 0.0f);
-        db_acc += tl::load(partial_db + g * n + cols, mask, 0.0f);
-      });
-      tl::store(dw + cols, dw_acc, mask);
-      tl::store(db + cols, db_acc, mask);
-    });
+const tl::Kernel layer_norm_bwd_dwdb =
+    tl::kernel("layer_norm_bwd_dwdb", {"partial_dw", "partial_db", "dw", "db", "groups", "n", "BLOCK"},
+               [](tl::Ptr<float> partial_dw, tl::Ptr<float> partial_db, tl::Ptr<float> dw, tl::Ptr<float> db,
+                  tl::Int groups, tl::Int n, tl::Constexpr BLOCK) {
+                 auto cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                 auto mask = cols < n;
+                 auto dw_acc = tl::zeros<float>({BLOCK}), db_acc = tl::zeros<float>({BLOCK});
+                 tl::range(0, groups, [&](tl::Int g) {
+                   dw_acc += tl::load(partial_dw + g * n + cols, mask, 0.0f);
+                   db_acc += tl::load(partial_db + g * n + cols, mask, 0.0f);
+                 });
+                 tl::store(dw + cols, dw_acc, mask);
+                 tl::store(db + cols, db_acc, mask);
+               });
 
 int main() {
   return example::run("layernorm", [] {
@@ -72,7 +72,7 @@ int main() {
     layer_norm_bwd_dx[tl::grid(groups)](x, dy, dx, w, mean, rstd, partial_dw, partial_db, stride, m, n, groups,
                                         bwd_block);
     layer_norm_bwd_dwdb[tl::grid(tl::cdiv(n, dwdb_block))](partial_dw, partial_db, dw, db, static_cast<int>(groups), n,
-                                                          dwdb_block);
+                                                           dwdb_block);
 
     // The reference, in double from the same f32 inputs; backward by the analytic formula.
     auto xs = x.to_double(), ws = w.to_double(), bs = b.to_double(), dys = dy.to_double();
@@ -105,12 +105,11 @@ int main() {
     // partial sums reach about sqrt(m), so their rounding error is measured against that size.
     const double sum_scale = std::sqrt(static_cast<double>(m));
     double err = 0;
-    for (double e : {example::max_rel_error(y.to_double(), y_ref, 1.0),
-                     example::max_rel_error(mean.to_double(), mean_ref, 1.0),
-                     example::max_rel_error(rstd.to_double(), rstd_ref, 1.0),
-                     example::max_rel_error(dx.to_double(), dx_ref, 1.0),
-                     example::max_rel_error(dw.to_double(), dw_ref, sum_scale),
-                     example::max_rel_error(db.to_double(), db_ref, sum_scale)})
+    for (double e :
+         {example::max_rel_error(y.to_double(), y_ref, 1.0), example::max_rel_error(mean.to_double(), mean_ref, 1.0),
+          example::max_rel_error(rstd.to_double(), rstd_ref, 1.0), example::max_rel_error(dx.to_double(), dx_ref, 1.0),
+          example::max_rel_error(dw.to_double(), dw_ref, sum_scale),
+          example::max_rel_error(db.to_double(), db_ref, sum_scale)})
       err = std::max(err, e);
     return example::report("layernorm", err, 1e-5);
   });

@@ -7,21 +7,21 @@
 
 namespace tl = tiledsl;
 
-const tl::Kernel sigmoid_fwd = tl::kernel(
-    "sigmoid_fwd", {"x", "y", "n", "BLOCK"}, [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Int n, tl::Constexpr BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      tl::store(y + offs, tl::sigmoid(tl::load(x + offs, mask)), mask);
-    });
+const tl::Kernel sigmoid_fwd = tl::kernel("sigmoid_fwd", {"x", "y", "n", "BLOCK"},
+                                          [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Int n, tl::Constexpr BLOCK) {
+                                            auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                                            auto mask = offs < n;
+                                            tl::store(y + offs, tl::sigmoid(tl::load(x + offs, mask)), mask);
+                                          });
 
-const tl::Kernel sigmoid_bwd = tl::kernel(
-    "sigmoid_bwd", {"y", "dy", "dx", "n", "BLOCK"},
-    [](tl::Ptr<float> y, tl::Ptr<float> dy, tl::Ptr<float> dx, tl::Int n, tl::Constexpr BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      auto mask = offs < n;
-      auto s = tl::load(y + offs, mask);
-      tl::store(dx + offs, tl::load(dy + offs, mask) * s * (1.0f - s), mask);
-    });
+const tl::Kernel sigmoid_bwd =
+    tl::kernel("sigmoid_bwd", {"y", "dy", "dx", "n", "BLOCK"},
+               [](tl::Ptr<float> y, tl::Ptr<float> dy, tl::Ptr<float> dx, tl::Int n, tl::Constexpr BLOCK) {
+                 auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                 auto mask = offs < n;
+                 auto s = tl::load(y + offs, mask);
+                 tl::store(dx + offs, tl::load(dy + offs, mask) * s * (1.0f - s), mask);
+               });
 
 // Like torch.autograd.Function: forward keeps what backward needs. That is y, not x: the
 // derivative is a function of the output, so backward needs no exp of its own.

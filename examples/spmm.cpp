@@ -7,23 +7,23 @@
 
 namespace tl = tiledsl;
 
-const tl::Kernel spmm_kernel = tl::kernel(
-    "spmm_kernel", {"row_ptr", "col_idx", "values", "b", "out", "n", "stride_b", "stride_out", "BLOCK_N"},
-    [](tl::Ptr<int32_t> row_ptr, tl::Ptr<int32_t> col_idx, tl::Ptr<float> values, tl::Ptr<float> b,
-       tl::Ptr<float> out, tl::Int n, tl::Int stride_b, tl::Int stride_out, tl::Constexpr BLOCK_N) {
-      auto row = tl::program_id(0);
-      auto offs_n = tl::program_id(1) * BLOCK_N + tl::arange(0, BLOCK_N);
-      auto mask_n = offs_n < n;
-      auto start = tl::load(row_ptr + row), end = tl::load(row_ptr + row + 1);
-      auto acc = tl::zeros<float>({BLOCK_N});
-      // An empty row runs the loop zero times and stores the zero accumulator.
-      tl::range(start, end, [&](tl::Int k) {
-        auto col = tl::load(col_idx + k);
-        auto v = tl::load(values + k);
-        acc += v * tl::load(b + col * stride_b + offs_n, mask_n, 0.0f);
-      });
-      tl::store(out + row * stride_out + offs_n, acc, mask_n);
-    });
+const tl::Kernel spmm_kernel =
+    tl::kernel("spmm_kernel", {"row_ptr", "col_idx", "values", "b", "out", "n", "stride_b", "stride_out", "BLOCK_N"},
+               [](tl::Ptr<int32_t> row_ptr, tl::Ptr<int32_t> col_idx, tl::Ptr<float> values, tl::Ptr<float> b,
+                  tl::Ptr<float> out, tl::Int n, tl::Int stride_b, tl::Int stride_out, tl::Constexpr BLOCK_N) {
+                 auto row = tl::program_id(0);
+                 auto offs_n = tl::program_id(1) * BLOCK_N + tl::arange(0, BLOCK_N);
+                 auto mask_n = offs_n < n;
+                 auto start = tl::load(row_ptr + row), end = tl::load(row_ptr + row + 1);
+                 auto acc = tl::zeros<float>({BLOCK_N});
+                 // An empty row runs the loop zero times and stores the zero accumulator.
+                 tl::range(start, end, [&](tl::Int k) {
+                   auto col = tl::load(col_idx + k);
+                   auto v = tl::load(values + k);
+                   acc += v * tl::load(b + col * stride_b + offs_n, mask_n, 0.0f);
+                 });
+                 tl::store(out + row * stride_out + offs_n, acc, mask_n);
+               });
 
 int main() {
   return example::run("spmm", [] {

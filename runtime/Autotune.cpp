@@ -1,12 +1,11 @@
 #include "tiledsl/autotune.h"
-#include "support/Env.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -17,6 +16,7 @@
 #include "runtime/Files.h"
 #include "runtime/cuda/DiskCache.h"
 #include "runtime/cuda/Driver.h"
+#include "support/Env.h"
 
 namespace tiledsl {
 
@@ -94,7 +94,8 @@ struct Autotuner::Impl {
       const auto& arg = full[i];
       if (arg.kind == detail::LaunchArg::tensor)
         for (int64_t d : arg.t->shape()) out.push_back(d);
-      else out.push_back(arg.kind == detail::LaunchArg::integer ? arg.i : static_cast<int64_t>(arg.f * 1e6));
+      else
+        out.push_back(arg.kind == detail::LaunchArg::integer ? arg.i : static_cast<int64_t>(arg.f * 1e6));
       out.push_back(-1);  // separator
     }
     for (const auto& arg : full)
@@ -112,9 +113,7 @@ Device device_of(std::span<const detail::LaunchArg> full) {
   return default_device();
 }
 
-bool print_autotuning() {
-  return env::flag(env::Var::TILEDSL_PRINT_AUTOTUNING, false);
-}
+bool print_autotuning() { return env::flag(env::Var::TILEDSL_PRINT_AUTOTUNING, false); }
 
 // The on-disk record of a choice: keyed by the kernel's traced IR (of the first config that
 // traces), the key values, the GPU and the compiler version, holding the chosen config's text
@@ -182,7 +181,8 @@ Autotuner::Autotuner(Kernel k, std::vector<Config> configs, std::vector<std::str
   for (const auto& name : t.key) {
     auto it = std::find(params.begin(), params.end(), name);
     if (it == params.end()) t.fail(fmt::format("key names '{}', which is not a parameter", name));
-    if (t.tuned_param[static_cast<size_t>(it - params.begin())]) t.fail(fmt::format("key names '{}', which the configs set", name));
+    if (t.tuned_param[static_cast<size_t>(it - params.begin())])
+      t.fail(fmt::format("key names '{}', which the configs set", name));
   }
 }
 
@@ -282,7 +282,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
         best = i;
       }
     } catch (const InternalError&) {
-      throw;  // our bug, not the config's: it must be seen
+      throw;                    // our bug, not the config's: it must be seen
     } catch (const Error& e) {  // the config cannot run (shared memory, registers, ...)
       report.add_row({c.str(), "-", std::string("skipped: ") + e.what()});
       reasons.push_back(c.str() + ": " + e.what());
@@ -291,7 +291,8 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
   ++t.tunings;
   if (print_autotuning()) {
     std::printf("tiledsl: autotuning kernel '%s' (key %s) on %s\n", t.kernel.name().c_str(),
-                fmt::format("{}", fmt::join(key, ",")).c_str(), gpu ? cuda::device_info().name.c_str() : "the interpreter");
+                fmt::format("{}", fmt::join(key, ",")).c_str(),
+                gpu ? cuda::device_info().name.c_str() : "the interpreter");
     report.print();
   }
   if (!best) t.fail(fmt::format("no config can run:\n  {}", fmt::join(reasons, "\n  ")));

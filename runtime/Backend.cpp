@@ -1,11 +1,11 @@
 #include "runtime/Backend.h"
-#include "support/Env.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "runtime/cuda/Driver.h"
+#include "support/Env.h"
 
 namespace tiledsl {
 
@@ -36,8 +36,7 @@ Device default_device() {
       if (!runtime::gpu_available(&why)) throw Error("TILEDSL_BACKEND=gpu, but no GPU can be used: " + why);
       return Device::cuda;
     }
-    if (!backend.empty())
-      throw Error("TILEDSL_BACKEND must be 'interpreter' or 'gpu', got '" + backend + "'");
+    if (!backend.empty()) throw Error("TILEDSL_BACKEND must be 'interpreter' or 'gpu', got '" + backend + "'");
     if (runtime::gpu_available(&why)) return Device::cuda;
     std::fprintf(stderr, "tiledsl: no GPU (%s); kernels run on the CPU interpreter\n", why.c_str());
     return Device::cpu;

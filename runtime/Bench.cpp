@@ -36,7 +36,8 @@ std::vector<double> time_gpu(const cuda::Driver& d, const std::function<void()>&
   }
   for (int i = 0; i < o.warmup; ++i) fn();
   for (size_t i = 0; i < start.size(); ++i) {
-    if (flush) cuda::check(d.cuMemsetD8Async(flush, static_cast<unsigned char>(i), kFlushBytes, nullptr), "cuMemsetD8Async");
+    if (flush)
+      cuda::check(d.cuMemsetD8Async(flush, static_cast<unsigned char>(i), kFlushBytes, nullptr), "cuMemsetD8Async");
     cuda::check(d.cuEventRecord(start[i], nullptr), "cuEventRecord");
     fn();
     cuda::check(d.cuEventRecord(stop[i], nullptr), "cuEventRecord");
@@ -67,7 +68,8 @@ std::vector<double> time_host(const std::function<void()>& fn, const BenchOption
 }  // namespace
 
 BenchResult bench(const std::function<void()>& fn, const BenchOptions& o) {
-  if (o.rep < 1 || o.warmup < 0) throw Error(fmt::format("bench: rep must be at least 1 and warmup at least 0, got {} and {}", o.rep, o.warmup));
+  if (o.rep < 1 || o.warmup < 0)
+    throw Error(fmt::format("bench: rep must be at least 1 and warmup at least 0, got {} and {}", o.rep, o.warmup));
   for (double q : o.quantiles)
     if (q < 0 || q > 1) throw Error(fmt::format("bench: quantile {} is outside [0, 1]", q));
   const cuda::Driver* d = default_device() == Device::cuda ? cuda::driver() : nullptr;

@@ -1,5 +1,4 @@
 #include "runtime/Interpreter.h"
-#include "support/Env.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "ir/Semantics.h"
+#include "support/Env.h"
 #include "support/Error.h"
 
 namespace tiledsl::runtime {
@@ -83,40 +83,63 @@ std::string index_str(const std::vector<int64_t>& shape, size_t flat) {
 double float_math(OpKind k, DType t, double x) {
   if (t == DType::f64) {
     switch (k) {
-      case OpKind::Exp: return std::exp(x);
-      case OpKind::Exp2: return std::exp2(x);
-      case OpKind::Log: return std::log(x);
-      case OpKind::Log2: return std::log2(x);
-      case OpKind::Sqrt: return std::sqrt(x);
-      case OpKind::Rsqrt: return 1.0 / std::sqrt(x);
-      case OpKind::Sin: return std::sin(x);
-      case OpKind::Cos: return std::cos(x);
-      case OpKind::Floor: return std::floor(x);
-      case OpKind::Ceil: return std::ceil(x);
-      case OpKind::Erf: return std::erf(x);
-      default: break;
+      case OpKind::Exp:
+        return std::exp(x);
+      case OpKind::Exp2:
+        return std::exp2(x);
+      case OpKind::Log:
+        return std::log(x);
+      case OpKind::Log2:
+        return std::log2(x);
+      case OpKind::Sqrt:
+        return std::sqrt(x);
+      case OpKind::Rsqrt:
+        return 1.0 / std::sqrt(x);
+      case OpKind::Sin:
+        return std::sin(x);
+      case OpKind::Cos:
+        return std::cos(x);
+      case OpKind::Floor:
+        return std::floor(x);
+      case OpKind::Ceil:
+        return std::ceil(x);
+      case OpKind::Erf:
+        return std::erf(x);
+      default:
+        break;
     }
   }
   // f32 and narrower: computed in f32 (as the GPU does), then rounded to the dtype.
   float v = static_cast<float>(x);
   switch (k) {
-    case OpKind::Exp: return std::exp(v);
-    case OpKind::Exp2: return std::exp2(v);
-    case OpKind::Log: return std::log(v);
-    case OpKind::Log2: return std::log2(v);
-    case OpKind::Sqrt: return std::sqrt(v);
-    case OpKind::Rsqrt: return 1.0f / std::sqrt(v);
-    case OpKind::Sin: return std::sin(v);
-    case OpKind::Cos: return std::cos(v);
-    case OpKind::Floor: return std::floor(v);
-    case OpKind::Ceil: return std::ceil(v);
-    case OpKind::Erf: return std::erf(v);
-    default: break;
+    case OpKind::Exp:
+      return std::exp(v);
+    case OpKind::Exp2:
+      return std::exp2(v);
+    case OpKind::Log:
+      return std::log(v);
+    case OpKind::Log2:
+      return std::log2(v);
+    case OpKind::Sqrt:
+      return std::sqrt(v);
+    case OpKind::Rsqrt:
+      return 1.0f / std::sqrt(v);
+    case OpKind::Sin:
+      return std::sin(v);
+    case OpKind::Cos:
+      return std::cos(v);
+    case OpKind::Floor:
+      return std::floor(v);
+    case OpKind::Ceil:
+      return std::ceil(v);
+    case OpKind::Erf:
+      return std::erf(v);
+    default:
+      break;
   }
   TILEDSL_CHECK(false, "not a float math op");
   return 0;
 }
-
 
 struct Alloc {
   char* base;
@@ -143,9 +166,12 @@ class Program {
       RVal& v = env_[l_.f.arg(a)->id];
       v = RVal{};
       const InterpArg& arg = l_.args[a];
-      if (arg.kind == InterpArg::pointer) v.i = {static_cast<int64_t>((a + 1) << kSlotShift)};
-      else if (arg.kind == InterpArg::integer) v.i = {arg.i};
-      else v.f = {round_to(l_.f.arg(a)->type.dtype(), arg.f)};
+      if (arg.kind == InterpArg::pointer)
+        v.i = {static_cast<int64_t>((a + 1) << kSlotShift)};
+      else if (arg.kind == InterpArg::integer)
+        v.i = {arg.i};
+      else
+        v.f = {round_to(l_.f.arg(a)->type.dtype(), arg.f)};
     }
     block(l_.f.body);
   }
@@ -176,8 +202,9 @@ class Program {
     int64_t slot = addr < 0 ? -1 : slot_of(addr);
     int64_t size = byte_size(elem);
     if (slot < 0 || slot >= static_cast<int64_t>(l_.allocs.size()))
-      fail(op, fmt::format("access through an invalid pointer at index {} of the tile{}", index_str(ptr_type.shape(), flat),
-                           addr == kPoisoned ? " (pointer arithmetic moved it 2^39 bytes or more outside its tensor)" : ""));
+      fail(op, fmt::format(
+                   "access through an invalid pointer at index {} of the tile{}", index_str(ptr_type.shape(), flat),
+                   addr == kPoisoned ? " (pointer arithmetic moved it 2^39 bytes or more outside its tensor)" : ""));
     const Alloc& a = l_.allocs[static_cast<size_t>(slot)];
     int64_t offset = addr - ((slot + 1) << kSlotShift);
     if (offset < 0 || offset + size > static_cast<int64_t>(a.bytes))
@@ -206,11 +233,15 @@ class Program {
 
 void Program::exec(const Op& op) {
   switch (op.kind) {
-    case OpKind::For: return exec_for(op);
-    case OpKind::If: return exec_if(op);
+    case OpKind::For:
+      return exec_for(op);
+    case OpKind::If:
+      return exec_if(op);
     case OpKind::Reduce:
-    case OpKind::Scan: return exec_combine(op);
-    case OpKind::Print: return exec_print(op);
+    case OpKind::Scan:
+      return exec_combine(op);
+    case OpKind::Print:
+      return exec_print(op);
     case OpKind::Store: {
       RVal unused;
       return exec_memory(op, unused);
@@ -242,7 +273,8 @@ void Program::exec(const Op& op) {
       }
       return;
     }
-    default: break;
+    default:
+      break;
   }
   RVal& out = val(op.result());
   out.i.clear();
@@ -250,12 +282,18 @@ void Program::exec(const Op& op) {
   switch (op.kind) {
     case OpKind::Constant: {
       const auto& a = op.attrs.at("value");
-      if (holds_float(op.result()->type)) out.f = {std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a))};
-      else out.i = {std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a))};
+      if (holds_float(op.result()->type))
+        out.f = {std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a))};
+      else
+        out.i = {std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a))};
       return;
     }
-    case OpKind::ProgramId: out.i = {pid_[static_cast<size_t>(op.attr_int("axis"))]}; return;
-    case OpKind::NumPrograms: out.i = {l_.grid[static_cast<size_t>(op.attr_int("axis"))]}; return;
+    case OpKind::ProgramId:
+      out.i = {pid_[static_cast<size_t>(op.attr_int("axis"))]};
+      return;
+    case OpKind::NumPrograms:
+      out.i = {l_.grid[static_cast<size_t>(op.attr_int("axis"))]};
+      return;
     case OpKind::Arange:
       for (int64_t v = op.attr_int("start"); v < op.attr_int("end"); ++v) out.i.push_back(v);
       return;
@@ -263,16 +301,23 @@ void Program::exec(const Op& op) {
     case OpKind::Broadcast:
     case OpKind::ExpandDims:
     case OpKind::Reshape:
-    case OpKind::Trans: return exec_shape(op, out);
+    case OpKind::Trans:
+      return exec_shape(op, out);
     case OpKind::Cast:
-    case OpKind::Bitcast: return exec_cast(op, out);
+    case OpKind::Bitcast:
+      return exec_cast(op, out);
     case OpKind::MultipleOf:
-    case OpKind::MaxContiguous: out = val(op.operands[0]); return;
+    case OpKind::MaxContiguous:
+      out = val(op.operands[0]);
+      return;
     case OpKind::Load:
     case OpKind::AtomicRMW:
-    case OpKind::AtomicCAS: return exec_memory(op, out);
-    case OpKind::Dot: return exec_dot(op, out);
-    default: return exec_elementwise(op, out);
+    case OpKind::AtomicCAS:
+      return exec_memory(op, out);
+    case OpKind::Dot:
+      return exec_dot(op, out);
+    default:
+      return exec_elementwise(op, out);
   }
 }
 
@@ -291,9 +336,13 @@ void Program::exec_shape(const Op& op, RVal& out) {
     }
   };
   switch (op.kind) {
-    case OpKind::Splat: gather([](size_t) { return size_t{0}; }); return;
+    case OpKind::Splat:
+      gather([](size_t) { return size_t{0}; });
+      return;
     case OpKind::ExpandDims:
-    case OpKind::Reshape: out = in; return;  // row-major order is unchanged
+    case OpKind::Reshape:
+      out = in;
+      return;  // row-major order is unchanged
     case OpKind::Broadcast: {
       auto is = strides_of(in_shape);
       for (size_t d = 0; d < in_shape.size(); ++d)
@@ -347,24 +396,36 @@ void Program::exec_cast(const Op& op, RVal& out) {
     };
     for (size_t j = 0; j < n; ++j) {
       uint64_t b = bits_of(j);
-      if (is_float(to)) out.f.push_back(load_float(to, &b));
-      else out.i.push_back(load_int(to, &b));
+      if (is_float(to))
+        out.f.push_back(load_float(to, &b));
+      else
+        out.i.push_back(load_int(to, &b));
     }
     return;
   }
   for (size_t j = 0; j < n; ++j) {
-    if (is_float(from) && is_float(to)) out.f.push_back(round_to(to, in.f[j]));
-    else if (is_float(from)) out.i.push_back(ir::float_to_int(to, in.f[j]));
-    else if (is_float(to)) out.f.push_back(ir::int_to_float(from, in.i[j], to));
-    else out.i.push_back(to == DType::i1 ? in.i[j] != 0 : wrap_int(to, in.i[j]));
+    if (is_float(from) && is_float(to))
+      out.f.push_back(round_to(to, in.f[j]));
+    else if (is_float(from))
+      out.i.push_back(ir::float_to_int(to, in.f[j]));
+    else if (is_float(to))
+      out.f.push_back(ir::int_to_float(from, in.i[j], to));
+    else
+      out.i.push_back(to == DType::i1 ? in.i[j] != 0 : wrap_int(to, in.i[j]));
   }
 }
 
 void Program::exec_elementwise(const Op& op, RVal& out) {
   size_t n = 1;
   for (const Value* v : op.operands) n = std::max(n, val(v).size());
-  auto at_i = [&](size_t k, size_t j) { const RVal& r = val(op.operands[k]); return r.i[r.i.size() == 1 ? 0 : j]; };
-  auto at_f = [&](size_t k, size_t j) { const RVal& r = val(op.operands[k]); return r.f[r.f.size() == 1 ? 0 : j]; };
+  auto at_i = [&](size_t k, size_t j) {
+    const RVal& r = val(op.operands[k]);
+    return r.i[r.i.size() == 1 ? 0 : j];
+  };
+  auto at_f = [&](size_t k, size_t j) {
+    const RVal& r = val(op.operands[k]);
+    return r.f[r.f.size() == 1 ? 0 : j];
+  };
   Type t = op.operands.empty() ? op.result()->type : op.operands[0]->type;
   DType d = t.dtype();
   bool flt = holds_float(t);
@@ -380,8 +441,10 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
       bool f = holds_float(op.operands[1]->type);
       for (size_t j = 0; j < n; ++j) {
         bool c = at_i(0, j) != 0;
-        if (f) out.f.push_back(c ? at_f(1, j) : at_f(2, j));
-        else out.i.push_back(c ? at_i(1, j) : at_i(2, j));
+        if (f)
+          out.f.push_back(c ? at_f(1, j) : at_f(2, j));
+        else
+          out.i.push_back(c ? at_i(1, j) : at_i(2, j));
       }
       return;
     }
@@ -392,7 +455,8 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
         // Wrapping, as on the GPU; a pointer moved out of its argument's window of the address
         // space (2^39 bytes or more away) is poisoned: it could otherwise land in another
         // argument, and the memory checker would take it for an access there.
-        uint64_t p = static_cast<uint64_t>(at_i(0, j)) + static_cast<uint64_t>(at_i(1, j)) * static_cast<uint64_t>(size);
+        uint64_t p =
+            static_cast<uint64_t>(at_i(0, j)) + static_cast<uint64_t>(at_i(1, j)) * static_cast<uint64_t>(size);
         int64_t moved = static_cast<int64_t>(p);
         out.i[j] = slot_of(moved) == slot_of(at_i(0, j)) ? moved : kPoisoned;
       }
@@ -406,7 +470,8 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
         out.f.push_back(round_to(d, r));
       }
       return;
-    default: break;
+    default:
+      break;
   }
   if (ir::has_trait(op.kind, ir::kFloatMath)) {
     for (size_t j = 0; j < n; ++j) out.f.push_back(round_to(d, float_math(op.kind, d, at_f(0, j))));
@@ -414,8 +479,10 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
   }
   if (op.kind == OpKind::Neg || op.kind == OpKind::Abs || op.kind == OpKind::Not) {
     for (size_t j = 0; j < n; ++j) {
-      if (flt) out.f.push_back(op.kind == OpKind::Neg ? -at_f(0, j) : std::fabs(at_f(0, j)));
-      else out.i.push_back(ir::int_unary(op.kind, d, at_i(0, j)));
+      if (flt)
+        out.f.push_back(op.kind == OpKind::Neg ? -at_f(0, j) : std::fabs(at_f(0, j)));
+      else
+        out.i.push_back(ir::int_unary(op.kind, d, at_i(0, j)));
     }
     return;
   }
@@ -439,19 +506,25 @@ void Program::exec_memory(const Op& op, RVal& out) {
   switch (op.kind) {
     case OpKind::Load: {
       const RVal *mask = operand(1), *other = operand(2);
-      if (flt) out.f.assign(n, 0.0);
-      else out.i.assign(n, 0);
+      if (flt)
+        out.f.assign(n, 0.0);
+      else
+        out.i.assign(n, 0);
       for (size_t j = 0; j < n; ++j) {
         if (mask && !mask->i[j]) {
           if (other) {
-            if (flt) out.f[j] = other->f[j];
-            else out.i[j] = other->i[j];
+            if (flt)
+              out.f[j] = other->f[j];
+            else
+              out.i[j] = other->i[j];
           }
           continue;
         }
         char* p = address(op, ptr.i[j], elem, pt, j);
-        if (flt) out.f[j] = load_float(elem, p);
-        else out.i[j] = load_int(elem, p);
+        if (flt)
+          out.f[j] = load_float(elem, p);
+        else
+          out.i[j] = load_int(elem, p);
       }
       return;
     }
@@ -460,35 +533,48 @@ void Program::exec_memory(const Op& op, RVal& out) {
       for (size_t j = 0; j < n; ++j) {
         if (mask && !mask->i[j]) continue;
         char* p = address(op, ptr.i[j], elem, pt, j);
-        if (flt) store_float(elem, p, v.f[j]);
-        else store_int(elem, p, v.i[j]);
+        if (flt)
+          store_float(elem, p, v.f[j]);
+        else
+          store_int(elem, p, v.i[j]);
       }
       return;
     }
     case OpKind::AtomicRMW: {
       const RVal &v = val(op.operands[1]), *mask = operand(2);
       const std::string& kind = op.attr_str("kind");
-      if (flt) out.f.assign(n, 0.0);
-      else out.i.assign(n, 0);
+      if (flt)
+        out.f.assign(n, 0.0);
+      else
+        out.i.assign(n, 0);
       for (size_t j = 0; j < n; ++j) {
         if (mask && !mask->i[j]) continue;
         char* p = address(op, ptr.i[j], elem, pt, j);
         if (flt) {
           double old = load_float(elem, p), x = v.f[j], r = x;
-          if (kind == "add") r = old + x;
-          else if (kind == "max") r = std::fmax(old, x);
-          else if (kind == "min") r = std::fmin(old, x);
+          if (kind == "add")
+            r = old + x;
+          else if (kind == "max")
+            r = std::fmax(old, x);
+          else if (kind == "min")
+            r = std::fmin(old, x);
           out.f[j] = old;
           store_float(elem, p, round_to(elem, r));
         } else {
           int64_t old = load_int(elem, p), x = v.i[j], r = x;
           bool uns = is_unsigned(elem);
-          if (kind == "add") r = static_cast<int64_t>(static_cast<uint64_t>(old) + static_cast<uint64_t>(x));
-          else if (kind == "max") r = uns ? static_cast<int64_t>(std::max<uint64_t>(old, x)) : std::max(old, x);
-          else if (kind == "min") r = uns ? static_cast<int64_t>(std::min<uint64_t>(old, x)) : std::min(old, x);
-          else if (kind == "and") r = old & x;
-          else if (kind == "or") r = old | x;
-          else if (kind == "xor") r = old ^ x;
+          if (kind == "add")
+            r = static_cast<int64_t>(static_cast<uint64_t>(old) + static_cast<uint64_t>(x));
+          else if (kind == "max")
+            r = uns ? static_cast<int64_t>(std::max<uint64_t>(old, x)) : std::max(old, x);
+          else if (kind == "min")
+            r = uns ? static_cast<int64_t>(std::min<uint64_t>(old, x)) : std::min(old, x);
+          else if (kind == "and")
+            r = old & x;
+          else if (kind == "or")
+            r = old | x;
+          else if (kind == "xor")
+            r = old ^ x;
           out.i[j] = old;
           store_int(elem, p, wrap_int(elem, r));
         }
@@ -497,8 +583,10 @@ void Program::exec_memory(const Op& op, RVal& out) {
     }
     default: {  // AtomicCAS
       const RVal &cmp = val(op.operands[1]), &v = val(op.operands[2]);
-      if (flt) out.f.assign(n, 0.0);
-      else out.i.assign(n, 0);
+      if (flt)
+        out.f.assign(n, 0.0);
+      else
+        out.i.assign(n, 0);
       for (size_t j = 0; j < n; ++j) {
         char* p = address(op, ptr.i[j], elem, pt, j);
         if (flt) {
@@ -551,8 +639,10 @@ void Program::exec_combine(const Op& op) {
     for (size_t o = 0; o < outer; ++o)
       for (size_t i = 0; i < inner; ++i) {
         size_t src = (o * len + k) * inner + i;
-        if (is_f(q)) s.f.push_back(in.f[src]);
-        else s.i.push_back(in.i[src]);
+        if (is_f(q))
+          s.f.push_back(in.f[src]);
+        else
+          s.i.push_back(in.i[src]);
       }
     return s;
   };
@@ -580,8 +670,10 @@ void Program::exec_combine(const Op& op) {
       r = std::move(cur[0][q]);
       // A lane count of one inside a combine region may have been broadcast from a scalar.
       if (r.size() == 1 && lanes > 1) {
-        if (!r.f.empty()) r.f.assign(lanes, r.f[0]);
-        else r.i.assign(lanes, r.i[0]);
+        if (!r.f.empty())
+          r.f.assign(lanes, r.f[0]);
+        else
+          r.i.assign(lanes, r.i[0]);
       }
     }
     return;
@@ -589,15 +681,18 @@ void Program::exec_combine(const Op& op) {
   bool reverse = op.attr_int("reverse") != 0;
   std::vector<RVal> results(nin);
   for (size_t q = 0; q < nin; ++q) {
-    if (is_f(q)) results[q].f.resize(lanes * len);
-    else results[q].i.resize(lanes * len);
+    if (is_f(q))
+      results[q].f.resize(lanes * len);
+    else
+      results[q].i.resize(lanes * len);
   }
   std::vector<RVal> carry;
   for (size_t step = 0; step < len; ++step) {
     size_t k = reverse ? len - 1 - step : step;
     std::vector<RVal> cur;
     for (size_t q = 0; q < nin; ++q) cur.push_back(slice(q, k));
-    if (step == 0) carry = cur;
+    if (step == 0)
+      carry = cur;
     else {
       std::vector<RVal> prev = carry;
       carry = combine(prev, cur);
@@ -609,8 +704,10 @@ void Program::exec_combine(const Op& op) {
           size_t dst = (o * len + k) * inner + i;
           const RVal& c = carry[q];
           size_t src = c.size() == 1 ? 0 : lane;
-          if (is_f(q)) results[q].f[dst] = c.f[src];
-          else results[q].i[dst] = c.i[src];
+          if (is_f(q))
+            results[q].f[dst] = c.f[src];
+          else
+            results[q].i[dst] = c.i[src];
         }
     }
   }
@@ -645,8 +742,10 @@ void Program::exec_print(const Op& op) {
     const RVal& r = val(v);
     for (size_t j = 0; j < r.size(); ++j) {
       std::string s;
-      if (!r.f.empty()) s = hex ? fmt::format("{:a}", r.f[j]) : fmt::format("{}", r.f[j]);
-      else s = hex ? fmt::format("0x{:x}", static_cast<uint64_t>(r.i[j])) : fmt::format("{}", r.i[j]);
+      if (!r.f.empty())
+        s = hex ? fmt::format("{:a}", r.f[j]) : fmt::format("{}", r.f[j]);
+      else
+        s = hex ? fmt::format("0x{:x}", static_cast<uint64_t>(r.i[j])) : fmt::format("{}", r.i[j]);
       std::cout << fmt::format("pid ({}, {}, {}) idx {} {}{}\n", pid_[0], pid_[1], pid_[2],
                                index_str(v->type.shape(), j), op.attr_str("prefix"), s);
     }

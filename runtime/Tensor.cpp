@@ -17,8 +17,10 @@ struct Tensor::Storage {
   size_t bytes = 0;
   Device device = Device::cpu;
   ~Storage() {
-    if (device == Device::cpu) std::free(ptr);
-    else if (const cuda::Driver* d = cuda::driver()) d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr));
+    if (device == Device::cpu)
+      std::free(ptr);
+    else if (const cuda::Driver* d = cuda::driver())
+      d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr));
   }
 };
 
@@ -44,7 +46,8 @@ void check_shape(const std::vector<int64_t>& shape, DType dtype) {
   for (int64_t d : shape) {
     if (d < 0) throw Error(fmt::format("Tensor: negative dimension in shape [{}]", fmt::join(shape, ", ")));
     if (__builtin_mul_overflow(bytes, d, &bytes))
-      throw Error(fmt::format("Tensor: shape [{}] of {} is larger than 2^63 bytes", fmt::join(shape, ", "), name(dtype)));
+      throw Error(
+          fmt::format("Tensor: shape [{}] of {} is larger than 2^63 bytes", fmt::join(shape, ", "), name(dtype)));
   }
 }
 
@@ -56,8 +59,10 @@ Tensor generate(const std::vector<int64_t>& shape, DType dtype, Device device, G
   char* p = host.data();
   for (int64_t j = 0; j < t.numel(); ++j, p += byte_size(dtype)) {
     double v = gen();
-    if (is_float(dtype)) store_float(dtype, p, v);
-    else store_int(dtype, p, static_cast<int64_t>(v));
+    if (is_float(dtype))
+      store_float(dtype, p, v);
+    else
+      store_int(dtype, p, static_cast<int64_t>(v));
   }
   t.copy_from_host(host.data());
   return t;
@@ -87,7 +92,8 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device devi
     t.storage_->ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   } else {
     cuda::CUdeviceptr p = 0;
-    cuda::check(gpu("Tensor::empty").cuMemAlloc(&p, bytes), "cuMemAlloc", fmt::format(" (Tensor::empty of {} bytes)", bytes));
+    cuda::check(gpu("Tensor::empty").cuMemAlloc(&p, bytes), "cuMemAlloc",
+                fmt::format(" (Tensor::empty of {} bytes)", bytes));
     t.storage_->ptr = reinterpret_cast<void*>(p);
   }
   if (!t.storage_->ptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
@@ -120,7 +126,8 @@ Tensor Tensor::randint(const std::vector<int64_t>& shape, int64_t lo, int64_t hi
   if (hi <= lo) throw Error(fmt::format("Tensor::randint: empty range [{}, {})", lo, hi));
   SplitMix g{seed};
   uint64_t span = static_cast<uint64_t>(hi - lo);
-  return generate(shape, dtype, device, [&] { return static_cast<double>(lo + static_cast<int64_t>(g.next() % span)); });
+  return generate(shape, dtype, device,
+                  [&] { return static_cast<double>(lo + static_cast<int64_t>(g.next() % span)); });
 }
 
 std::vector<double> Tensor::to_double() const {
@@ -136,13 +143,21 @@ std::vector<double> Tensor::to_double() const {
 }
 
 void Tensor::copy_from_host(const void* src) {
-  if (device() == Device::cpu) std::memcpy(data_ptr(), src, nbytes());
-  else if (nbytes()) cuda::check(gpu("Tensor::copy_from_host").cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), src, nbytes()), "cuMemcpyHtoD");
+  if (device() == Device::cpu)
+    std::memcpy(data_ptr(), src, nbytes());
+  else if (nbytes())
+    cuda::check(
+        gpu("Tensor::copy_from_host").cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), src, nbytes()),
+        "cuMemcpyHtoD");
 }
 
 void Tensor::copy_to_host(void* dst) const {
-  if (device() == Device::cpu) std::memcpy(dst, data_ptr(), nbytes());
-  else if (nbytes()) cuda::check(gpu("Tensor::copy_to_host").cuMemcpyDtoH(dst, reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), nbytes()), "cuMemcpyDtoH");
+  if (device() == Device::cpu)
+    std::memcpy(dst, data_ptr(), nbytes());
+  else if (nbytes())
+    cuda::check(
+        gpu("Tensor::copy_to_host").cuMemcpyDtoH(dst, reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), nbytes()),
+        "cuMemcpyDtoH");
 }
 
 Tensor Tensor::to(Device d) const {

@@ -10,17 +10,17 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "codegen/Codegen.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
-#include "tools/ToolOptions.h"
 #include "runtime/cuda/NvJitLink.h"
 #include "tiledsl/error.h"
+#include "tools/ToolOptions.h"
 
 namespace fs = std::filesystem;
 using namespace tiledsl;
@@ -61,16 +61,21 @@ std::string find_ptxas(const std::string& given) {
 std::string c_type(const ir::Type& t) {
   if (t.is_pointer()) return "CUdeviceptr";
   switch (t.dtype()) {
-    case DType::i32: return "int32_t";
-    case DType::i64: return "int64_t";
-    case DType::f32: return "float";
-    default: throw Error("tiledsl-aot: unsupported kernel argument type " + t.str());
+    case DType::i32:
+      return "int32_t";
+    case DType::i64:
+      return "int64_t";
+    case DType::f32:
+      return "float";
+    default:
+      throw Error("tiledsl-aot: unsupported kernel argument type " + t.str());
   }
 }
 
 std::string bytes_literal(const std::string& data) {
   std::string s;
-  for (size_t i = 0; i < data.size(); ++i) s += fmt::format("{}{}", i % 20 ? "" : "\n  ", static_cast<unsigned>(static_cast<unsigned char>(data[i]))) + ",";
+  for (size_t i = 0; i < data.size(); ++i)
+    s += fmt::format("{}{}", i % 20 ? "" : "\n  ", static_cast<unsigned>(static_cast<unsigned char>(data[i]))) + ",";
   return s;
 }
 }  // namespace
@@ -80,16 +85,26 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* flag) { return a.substr(std::string(flag).size()); };
-    if (a.rfind("--arch=", 0) == 0) o.arch = tools::arch_option("tiledsl-aot", value("--arch="));
-    else if (a.rfind("--num-warps=", 0) == 0) o.num_warps = tools::num_warps_option("tiledsl-aot", value("--num-warps="));
-    else if (a.rfind("--num-stages=", 0) == 0) o.num_stages = tools::int_option("tiledsl-aot", "--num-stages", value("--num-stages="), 1, 8);
-    else if (a.rfind("--name=", 0) == 0) o.name = value("--name=");
-    else if (a.rfind("--out-dir=", 0) == 0) o.out_dir = value("--out-dir=");
-    else if (a.rfind("--ptxas=", 0) == 0) o.ptxas = value("--ptxas=");
-    else if (a == "--no-fp-fusion") o.fp_fusion = false;
-    else if (a == "-h" || a == "--help") usage();
-    else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
-    else o.input = a;
+    if (a.rfind("--arch=", 0) == 0)
+      o.arch = tools::arch_option("tiledsl-aot", value("--arch="));
+    else if (a.rfind("--num-warps=", 0) == 0)
+      o.num_warps = tools::num_warps_option("tiledsl-aot", value("--num-warps="));
+    else if (a.rfind("--num-stages=", 0) == 0)
+      o.num_stages = tools::int_option("tiledsl-aot", "--num-stages", value("--num-stages="), 1, 8);
+    else if (a.rfind("--name=", 0) == 0)
+      o.name = value("--name=");
+    else if (a.rfind("--out-dir=", 0) == 0)
+      o.out_dir = value("--out-dir=");
+    else if (a.rfind("--ptxas=", 0) == 0)
+      o.ptxas = value("--ptxas=");
+    else if (a == "--no-fp-fusion")
+      o.fp_fusion = false;
+    else if (a == "-h" || a == "--help")
+      usage();
+    else if (a.rfind("--", 0) == 0)
+      usage("unknown option " + a);
+    else
+      o.input = a;
   }
   if (o.input.empty()) usage("no input");
   // The name becomes C identifiers and a macro in the generated launcher.
@@ -120,7 +135,8 @@ int main(int argc, char** argv) {
     if (o.ptxas.empty() && (c = cuda::nvjitlink_compile(ptx, o.arch, traced_name))) {
       cubin = *c;
     } else if (std::string ptxas = find_ptxas(o.ptxas); !ptxas.empty()) {
-      std::string cmd = fmt::format("'{}' -arch={} '{}.ptx' -o '{}.cubin'", ptxas, o.arch, base.string(), base.string());
+      std::string cmd =
+          fmt::format("'{}' -arch={} '{}.ptx' -o '{}.cubin'", ptxas, o.arch, base.string(), base.string());
       if (std::system(cmd.c_str()) != 0) throw Error("tiledsl-aot: ptxas failed: " + cmd);
       cubin = read(base.string() + ".cubin");
     }
@@ -135,8 +151,12 @@ int main(int argc, char** argv) {
       arg_ptrs += fmt::format("{}(void*)&{}", i ? ", " : "", n);
       const ir::Attrs& at = f->arg_attrs.at(i);
       if (at.count("divisibility")) {
-        checks += t.is_pointer() ? fmt::format("  if ({} % 16 != 0) return CUDA_ERROR_INVALID_VALUE; /* compiled for 16-byte alignment */\n", n)
-                                 : fmt::format("  if ({} % 16 != 0) return CUDA_ERROR_INVALID_VALUE; /* compiled for a multiple of 16 */\n", n);
+        checks +=
+            t.is_pointer()
+                ? fmt::format(
+                      "  if ({} % 16 != 0) return CUDA_ERROR_INVALID_VALUE; /* compiled for 16-byte alignment */\n", n)
+                : fmt::format(
+                      "  if ({} % 16 != 0) return CUDA_ERROR_INVALID_VALUE; /* compiled for a multiple of 16 */\n", n);
         facts += fmt::format(" {}: {};", n, t.is_pointer() ? "16-byte aligned" : "a multiple of 16");
       }
       if (at.count("equal_to")) {
@@ -161,9 +181,10 @@ int main(int argc, char** argv) {
         "/* Launches on `stream`; CUDA_ERROR_INVALID_VALUE when an argument breaks the specialisation. */\n"
         "CUresult {name}_launch(CUstream stream, unsigned grid_x, unsigned grid_y, unsigned grid_z{params});\n"
         "#ifdef __cplusplus\n}}\n#endif\n#endif\n",
-        fmt::arg("input", fs::path(o.input).filename().string()), fmt::arg("kernel", traced_name), fmt::arg("arch", o.arch),
-        fmt::arg("warps", o.num_warps), fmt::arg("constexprs", constexprs.empty() ? " none" : constexprs),
-        fmt::arg("facts", facts), fmt::arg("guard", guard), fmt::arg("name", o.name), fmt::arg("params", params));
+        fmt::arg("input", fs::path(o.input).filename().string()), fmt::arg("kernel", traced_name),
+        fmt::arg("arch", o.arch), fmt::arg("warps", o.num_warps),
+        fmt::arg("constexprs", constexprs.empty() ? " none" : constexprs), fmt::arg("facts", facts),
+        fmt::arg("guard", guard), fmt::arg("name", o.name), fmt::arg("params", params));
 
     std::ofstream(base.string() + ".c") << fmt::format(
         "/* Generated by tiledsl-aot: the {kind} of kernel '{kernel}' and its launcher. */\n"
@@ -173,7 +194,8 @@ int main(int argc, char** argv) {
         "CUresult {name}_load(void) {{\n"
         "  CUresult r;\n  if ({name}_function) return CUDA_SUCCESS;\n"
         "  r = cuModuleLoadData(&{name}_module, {name}_image);\n  if (r != CUDA_SUCCESS) return r;\n"
-        "  r = cuModuleGetFunction(&{name}_function, {name}_module, \"{kernel}\");\n  if (r != CUDA_SUCCESS) return r;\n"
+        "  r = cuModuleGetFunction(&{name}_function, {name}_module, \"{kernel}\");\n  if (r != CUDA_SUCCESS) return "
+        "r;\n"
         "  /* more than 48 KiB of dynamic shared memory needs an opt-in */\n"
         "  if ({shared} > 48 * 1024)\n"
         "    r = cuFuncSetAttribute({name}_function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, {shared});\n"
@@ -184,10 +206,12 @@ int main(int argc, char** argv) {
         "  void* args[] = {{{arg_ptrs}}};\n  CUresult r = {name}_load();\n  if (r != CUDA_SUCCESS) return r;\n"
         "  if (grid_x == 0 || grid_y == 0 || grid_z == 0) return CUDA_ERROR_INVALID_VALUE;\n"
         "{checks}"
-        "  return cuLaunchKernel({name}_function, grid_x, grid_y, grid_z, 32 * {warps}, 1, 1, {shared}, stream, args, NULL);\n}}\n",
+        "  return cuLaunchKernel({name}_function, grid_x, grid_y, grid_z, 32 * {warps}, 1, 1, {shared}, stream, args, "
+        "NULL);\n}}\n",
         fmt::arg("kind", cubin.empty() ? "PTX" : "cubin"), fmt::arg("kernel", traced_name), fmt::arg("name", o.name),
-        fmt::arg("bytes", bytes_literal(image)), fmt::arg("params", params), fmt::arg("arg_ptrs", arg_ptrs.empty() ? "NULL" : arg_ptrs),
-        fmt::arg("checks", checks), fmt::arg("warps", o.num_warps), fmt::arg("shared", shared_bytes));
+        fmt::arg("bytes", bytes_literal(image)), fmt::arg("params", params),
+        fmt::arg("arg_ptrs", arg_ptrs.empty() ? "NULL" : arg_ptrs), fmt::arg("checks", checks),
+        fmt::arg("warps", o.num_warps), fmt::arg("shared", shared_bytes));
     std::cout << fmt::format("tiledsl-aot: wrote {0}.h, {0}.c, {0}.ptx{1} ({2} embedded)\n", base.string(),
                              cubin.empty() ? "" : ", " + base.string() + ".cubin", cubin.empty() ? "PTX" : "cubin");
   } catch (const std::exception& e) {

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "codegen/Codegen.h"  // free of LLVM: the options and the driver's interface
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
 #include "tools/ToolOptions.h"
-#include "codegen/Codegen.h"  // free of LLVM: the options and the driver's interface
 
 namespace {
 const char* kUsage =
@@ -38,9 +38,12 @@ int main(int argc, char** argv) {
   int num_warps = 4;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--no-locations") locations = false;
-    else if (a == "--no-verify") verify = false;
-    else if (a == "--assign-layouts") passes.push_back(tiledsl::passes::find_pass("assign-layouts"));
+    if (a == "--no-locations")
+      locations = false;
+    else if (a == "--no-verify")
+      verify = false;
+    else if (a == "--assign-layouts")
+      passes.push_back(tiledsl::passes::find_pass("assign-layouts"));
     else if (starts_with(a, "--pass=")) {
       const auto* p = tiledsl::passes::find_pass(a.substr(7));
       if (!p) {
@@ -51,26 +54,32 @@ int main(int argc, char** argv) {
     } else if (a == "--list-passes") {
       for (const auto& p : tiledsl::passes::pipeline_passes()) std::cout << p.name << "\n  " << p.description << "\n";
       return 0;
-    }
-    else if (a == "--O0") optimize = false;
-    else if (a == "--no-fp-fusion") fp_fusion = false;
-    else if (starts_with(a, "--num-warps=")) num_warps = tiledsl::tools::num_warps_option("tiledsl-opt", a.substr(12));
-    else if (starts_with(a, "--emit=")) emit = a.substr(7);
-    else if (starts_with(a, "--arch=")) arch = tiledsl::tools::arch_option("tiledsl-opt", a.substr(7));
+    } else if (a == "--O0")
+      optimize = false;
+    else if (a == "--no-fp-fusion")
+      fp_fusion = false;
+    else if (starts_with(a, "--num-warps="))
+      num_warps = tiledsl::tools::num_warps_option("tiledsl-opt", a.substr(12));
+    else if (starts_with(a, "--emit="))
+      emit = a.substr(7);
+    else if (starts_with(a, "--arch="))
+      arch = tiledsl::tools::arch_option("tiledsl-opt", a.substr(7));
     else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return 0;
     } else if (starts_with(a, "--")) {
       std::cerr << "tiledsl-opt: unknown option " << a << "\n" << kUsage;
       return 2;
-    } else path = a;
+    } else
+      path = a;
   }
   if (!emit.empty() && emit != "llvm" && emit != "ptx") {
     std::cerr << "tiledsl-opt: --emit takes llvm or ptx\n";
     return 2;
   }
   std::stringstream text;
-  if (path.empty() || path == "-") text << std::cin.rdbuf();
+  if (path.empty() || path == "-")
+    text << std::cin.rdbuf();
   else {
     std::ifstream in(path);
     if (!in) {

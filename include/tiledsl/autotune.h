@@ -5,8 +5,8 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,7 +65,8 @@ class TunedLaunch {
 
 class Autotuner {
  public:
-  Autotuner(Kernel k, std::vector<Config> configs, std::vector<std::string> key, AutotuneOptions options, SourceLoc loc);
+  Autotuner(Kernel k, std::vector<Config> configs, std::vector<std::string> key, AutotuneOptions options,
+            SourceLoc loc);
   TunedLaunch operator[](Grid g) const { return TunedLaunch(*this, std::move(g)); }
   // The configuration chosen for launches with these (user) arguments, if tuned already (in this
   // process or, through the disk cache, an earlier one).

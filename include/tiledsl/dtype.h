@@ -11,7 +11,21 @@
 namespace tiledsl {
 
 enum class DType : uint8_t {
-  i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4m3, f8e5m2,
+  i1,
+  i8,
+  i16,
+  i32,
+  i64,
+  u8,
+  u16,
+  u32,
+  u64,
+  f16,
+  bf16,
+  f32,
+  f64,
+  f8e4m3,
+  f8e5m2,
 };
 
 constexpr bool is_float(DType t) { return t >= DType::f16; }
@@ -23,11 +37,26 @@ constexpr bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2
 
 constexpr int bit_width(DType t) {
   switch (t) {
-    case DType::i1: return 1;
-    case DType::i8: case DType::u8: case DType::f8e4m3: case DType::f8e5m2: return 8;
-    case DType::i16: case DType::u16: case DType::f16: case DType::bf16: return 16;
-    case DType::i32: case DType::u32: case DType::f32: return 32;
-    case DType::i64: case DType::u64: case DType::f64: return 64;
+    case DType::i1:
+      return 1;
+    case DType::i8:
+    case DType::u8:
+    case DType::f8e4m3:
+    case DType::f8e5m2:
+      return 8;
+    case DType::i16:
+    case DType::u16:
+    case DType::f16:
+    case DType::bf16:
+      return 16;
+    case DType::i32:
+    case DType::u32:
+    case DType::f32:
+      return 32;
+    case DType::i64:
+    case DType::u64:
+    case DType::f64:
+      return 64;
   }
   return 0;
 }
@@ -75,14 +104,18 @@ uint32_t encode_float(FloatFormat f, double x);  // round to nearest even
 double decode_float(FloatFormat f, uint32_t bits);
 
 // Storage types for kernels and tensors. Arithmetic on them happens in f32, as in Triton.
-#define TILEDSL_NARROW_FLOAT(Name, Format, Bits)                                        \
-  struct Name {                                                                         \
-    Bits bits = 0;                                                                      \
-    Name() = default;                                                                   \
-    Name(float x) : bits(static_cast<Bits>(encode_float(Format, x))) {}                 \
-    Name(double x) : bits(static_cast<Bits>(encode_float(Format, x))) {}                \
-    operator float() const { return static_cast<float>(decode_float(Format, bits)); }   \
-    static Name from_bits(Bits b) { Name n; n.bits = b; return n; }                     \
+#define TILEDSL_NARROW_FLOAT(Name, Format, Bits)                                      \
+  struct Name {                                                                       \
+    Bits bits = 0;                                                                    \
+    Name() = default;                                                                 \
+    Name(float x) : bits(static_cast<Bits>(encode_float(Format, x))) {}               \
+    Name(double x) : bits(static_cast<Bits>(encode_float(Format, x))) {}              \
+    operator float() const { return static_cast<float>(decode_float(Format, bits)); } \
+    static Name from_bits(Bits b) {                                                   \
+      Name n;                                                                         \
+      n.bits = b;                                                                     \
+      return n;                                                                       \
+    }                                                                                 \
   };
 TILEDSL_NARROW_FLOAT(f16, kF16, uint16_t)
 TILEDSL_NARROW_FLOAT(bf16, kBF16, uint16_t)
@@ -97,9 +130,9 @@ struct DTypeOf {
                 "tiledsl: unsupported element type; use bool, (u)int8/16/32/64_t, float, double, "
                 "tl::f16, tl::bf16, tl::f8e4m3 or tl::f8e5m2");
 };
-#define TILEDSL_DTYPE_OF(T, D) \
-  template <>                  \
-  struct DTypeOf<T> {          \
+#define TILEDSL_DTYPE_OF(T, D)               \
+  template <>                                \
+  struct DTypeOf<T> {                        \
     static constexpr DType value = DType::D; \
   };
 TILEDSL_DTYPE_OF(bool, i1)

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <utility>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tiledsl/tensor.h"
@@ -42,10 +42,14 @@ struct LaunchArg {
 inline LaunchArg to_launch_arg(const Tensor& t) { return {LaunchArg::tensor, &t, 0, 0}; }
 template <class A>
 LaunchArg to_launch_arg(const A& a) {
-  if constexpr (std::is_same_v<A, Constexpr>) return {LaunchArg::integer, nullptr, a.value(), 0};
-  else if constexpr (std::is_integral_v<A>) return {LaunchArg::integer, nullptr, static_cast<int64_t>(a), 0};
-  else if constexpr (std::is_floating_point_v<A>) return {LaunchArg::floating, nullptr, 0, static_cast<double>(a)};
-  else static_assert(sizeof(A) == 0, "tiledsl: kernel arguments are tl::Tensor, integers, floats or bools");
+  if constexpr (std::is_same_v<A, Constexpr>)
+    return {LaunchArg::integer, nullptr, a.value(), 0};
+  else if constexpr (std::is_integral_v<A>)
+    return {LaunchArg::integer, nullptr, static_cast<int64_t>(a), 0};
+  else if constexpr (std::is_floating_point_v<A>)
+    return {LaunchArg::floating, nullptr, 0, static_cast<double>(a)};
+  else
+    static_assert(sizeof(A) == 0, "tiledsl: kernel arguments are tl::Tensor, integers, floats or bools");
 }
 
 template <class P>
@@ -54,19 +58,25 @@ template <class T>
 struct IsPtrParam<Tile<PtrTo<T>>> : std::true_type {};
 
 template <class P>
-inline constexpr bool is_param_v = std::is_same_v<P, Constexpr> || std::is_same_v<P, Tile<int32_t>> ||
-                                   std::is_same_v<P, Tile<int64_t>> || std::is_same_v<P, Tile<float>> || IsPtrParam<P>::value;
+inline constexpr bool is_param_v =
+    std::is_same_v<P, Constexpr> || std::is_same_v<P, Tile<int32_t>> || std::is_same_v<P, Tile<int64_t>> ||
+    std::is_same_v<P, Tile<float>> || IsPtrParam<P>::value;
 
 template <class P>
 constexpr ParamSpec param_spec() {
-  if constexpr (std::is_same_v<P, Constexpr>) return {ParamKind::constexpr_, DType::i64};
-  else if constexpr (std::is_same_v<P, Tile<int32_t>>) return {ParamKind::i32, DType::i32};
-  else if constexpr (std::is_same_v<P, Tile<int64_t>>) return {ParamKind::i64, DType::i64};
-  else if constexpr (std::is_same_v<P, Tile<float>>) return {ParamKind::f32, DType::f32};
+  if constexpr (std::is_same_v<P, Constexpr>)
+    return {ParamKind::constexpr_, DType::i64};
+  else if constexpr (std::is_same_v<P, Tile<int32_t>>)
+    return {ParamKind::i32, DType::i32};
+  else if constexpr (std::is_same_v<P, Tile<int64_t>>)
+    return {ParamKind::i64, DType::i64};
+  else if constexpr (std::is_same_v<P, Tile<float>>)
+    return {ParamKind::f32, DType::f32};
   else if constexpr (IsPtrParam<P>::value)
     return {ParamKind::pointer, dtype_v<typename P::element_type::pointee>};
   else {
-    static_assert(sizeof(P) == 0, "tiledsl: kernel parameters are tl::Ptr<T>, tl::Int, tl::Int64, tl::Float or tl::Constexpr");
+    static_assert(sizeof(P) == 0,
+                  "tiledsl: kernel parameters are tl::Ptr<T>, tl::Int, tl::Int64, tl::Float or tl::Constexpr");
     return {ParamKind::i32, DType::i32};
   }
 }
@@ -96,16 +106,18 @@ struct LambdaArgs<R (C::*)(A...), void> {
 
 template <class P>
 P make_param(const TraceArg& a) {
-  if constexpr (std::is_same_v<P, Constexpr>) return Constexpr(a.constant);
-  else return P(a.value);
+  if constexpr (std::is_same_v<P, Constexpr>)
+    return Constexpr(a.constant);
+  else
+    return P(a.value);
 }
 
 // The first argument of Kernel::ir and Kernel::compile, converted implicitly from the user's
 // argument so that it records where the call was written (errors name that line).
 struct CallArg {
   template <class A>
-    requires(!std::is_same_v<std::decay_t<A>, LaunchOptions>)
-  CallArg(const A& a, SourceLoc loc = SourceLoc::current()) : arg(to_launch_arg(a)), loc(loc) {}
+  requires(!std::is_same_v<std::decay_t<A>, LaunchOptions>) CallArg(const A& a, SourceLoc loc = SourceLoc::current())
+      : arg(to_launch_arg(a)), loc(loc) {}
   LaunchArg arg;
   SourceLoc loc;
 };
@@ -146,8 +158,7 @@ class Grid {
   Grid(int64_t x, int64_t y = 1, int64_t z = 1, TILEDSL_LOC) : fixed_(x, y, z), loc_(loc) {}
   Grid(Dim3 d, TILEDSL_LOC) : fixed_(d), loc_(loc) {}
   template <class F>
-    requires std::is_invocable_v<F, const Meta&>
-  Grid(F f, TILEDSL_LOC) : fixed_(0), fn_(std::move(f)), loc_(loc) {}
+  requires std::is_invocable_v<F, const Meta&> Grid(F f, TILEDSL_LOC) : fixed_(0), fn_(std::move(f)), loc_(loc) {}
   Dim3 resolve(const Meta& m) const { return fn_ ? fn_(m) : fixed_; }
   const SourceLoc& loc() const { return loc_; }
 
@@ -201,11 +212,11 @@ struct CompiledKernel {
   std::string name, arch;
   int num_warps = 4, num_stages = 3;
   bool enable_fp_fusion = true;
-  std::string traced_ir;                                          // before any pass
+  std::string traced_ir;                                           // before any pass
   std::vector<std::pair<std::string, std::string>> ir_after_pass;  // (pass, IR), in pipeline order
   std::string llvm_ir, ptx;
-  int registers = -1, spill_bytes = -1, shared_bytes = -1;        // -1: unknown
-  std::string resources_from;                                     // "driver", "ptxas", or why unknown
+  int registers = -1, spill_bytes = -1, shared_bytes = -1;  // -1: unknown
+  std::string resources_from;                               // "driver", "ptxas", or why unknown
 };
 
 class Kernel {
@@ -236,7 +247,9 @@ class Kernel {
     std::array<detail::LaunchArg, 1 + sizeof...(Args)> a{first.arg, detail::to_launch_arg(rest)...};
     return compile_for({}, a, first.loc);
   }
-  CompiledKernel compile(TILEDSL_LOC) const { return compile_for(LaunchOptions{}, std::span<const detail::LaunchArg>(), loc); }
+  CompiledKernel compile(TILEDSL_LOC) const {
+    return compile_for(LaunchOptions{}, std::span<const detail::LaunchArg>(), loc);
+  }
   template <class... Args>
   CompiledKernel compile(detail::CallOptions<LaunchOptions> o, const Args&... args) const {
     std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
@@ -270,13 +283,15 @@ Kernel kernel(std::string name, std::vector<std::string> params, F fn, TILEDSL_L
   std::vector<ParamSpec> specs;
   [&]<size_t... I>(std::index_sequence<I...>) {
     (specs.push_back(detail::param_spec<std::tuple_element_t<I, Args>>()), ...);
-  }(std::make_index_sequence<n>{});
+  }
+  (std::make_index_sequence<n>{});
   detail::TraceFn trace = [fn](std::span<const detail::TraceArg> a) {
     [&]<size_t... I>(std::index_sequence<I...>) {
       // Otherwise a static_assert above has already said what is wrong.
       if constexpr (detail::has_call_operator_v<F> && (detail::is_param_v<std::tuple_element_t<I, Args>> && ...))
         fn(detail::make_param<std::tuple_element_t<I, Args>>(a[I])...);
-    }(std::make_index_sequence<n>{});
+    }
+    (std::make_index_sequence<n>{});
   };
   return Kernel(std::move(name), std::move(params), std::move(specs), std::move(trace), loc);
 }

@@ -38,7 +38,8 @@ class Tensor {
                         DType dtype = DType::i32, Device device = default_device());
   // Copies host data of element type T; `shape` defaults to 1-D.
   template <class T>
-  static Tensor from_host(const std::vector<T>& data, std::vector<int64_t> shape = {}, Device device = default_device()) {
+  static Tensor from_host(const std::vector<T>& data, std::vector<int64_t> shape = {},
+                          Device device = default_device()) {
     if (shape.empty()) shape = {static_cast<int64_t>(data.size())};
     Tensor t = empty(shape, dtype_v<T>, device);
     if (static_cast<int64_t>(data.size()) != t.numel())

@@ -87,35 +87,85 @@ inline constexpr bool is_ptr_v = IsPtr<T>::value;
 
 template <class T>
 constexpr bool is_float_elem() {
-  if constexpr (is_ptr_v<T>) return false;
-  else return is_float(dtype_v<T>);
+  if constexpr (is_ptr_v<T>)
+    return false;
+  else
+    return is_float(dtype_v<T>);
 }
 template <class T>
 constexpr bool is_int_elem() {  // integers and bool
-  if constexpr (is_ptr_v<T>) return false;
-  else return is_int(dtype_v<T>);
+  if constexpr (is_ptr_v<T>)
+    return false;
+  else
+    return is_int(dtype_v<T>);
 }
 template <class T>
 inline constexpr bool is_float_v = is_float_elem<T>();
 template <class T>
 inline constexpr bool is_int_v = is_int_elem<T>();
 
-template <DType D> struct CppOf;
-template <> struct CppOf<DType::i1> { using type = bool; };
-template <> struct CppOf<DType::i8> { using type = int8_t; };
-template <> struct CppOf<DType::i16> { using type = int16_t; };
-template <> struct CppOf<DType::i32> { using type = int32_t; };
-template <> struct CppOf<DType::i64> { using type = int64_t; };
-template <> struct CppOf<DType::u8> { using type = uint8_t; };
-template <> struct CppOf<DType::u16> { using type = uint16_t; };
-template <> struct CppOf<DType::u32> { using type = uint32_t; };
-template <> struct CppOf<DType::u64> { using type = uint64_t; };
-template <> struct CppOf<DType::f16> { using type = f16; };
-template <> struct CppOf<DType::bf16> { using type = bf16; };
-template <> struct CppOf<DType::f32> { using type = float; };
-template <> struct CppOf<DType::f64> { using type = double; };
-template <> struct CppOf<DType::f8e4m3> { using type = f8e4m3; };
-template <> struct CppOf<DType::f8e5m2> { using type = f8e5m2; };
+template <DType D>
+struct CppOf;
+template <>
+struct CppOf<DType::i1> {
+  using type = bool;
+};
+template <>
+struct CppOf<DType::i8> {
+  using type = int8_t;
+};
+template <>
+struct CppOf<DType::i16> {
+  using type = int16_t;
+};
+template <>
+struct CppOf<DType::i32> {
+  using type = int32_t;
+};
+template <>
+struct CppOf<DType::i64> {
+  using type = int64_t;
+};
+template <>
+struct CppOf<DType::u8> {
+  using type = uint8_t;
+};
+template <>
+struct CppOf<DType::u16> {
+  using type = uint16_t;
+};
+template <>
+struct CppOf<DType::u32> {
+  using type = uint32_t;
+};
+template <>
+struct CppOf<DType::u64> {
+  using type = uint64_t;
+};
+template <>
+struct CppOf<DType::f16> {
+  using type = f16;
+};
+template <>
+struct CppOf<DType::bf16> {
+  using type = bf16;
+};
+template <>
+struct CppOf<DType::f32> {
+  using type = float;
+};
+template <>
+struct CppOf<DType::f64> {
+  using type = double;
+};
+template <>
+struct CppOf<DType::f8e4m3> {
+  using type = f8e4m3;
+};
+template <>
+struct CppOf<DType::f8e5m2> {
+  using type = f8e5m2;
+};
 template <DType D>
 using cpp_t = typename CppOf<D>::type;
 
@@ -143,8 +193,10 @@ using promote_t = cpp_t<promote(dtype_v<T>, dtype_v<U>)>;
 template <BinOp K, class T, class U>
 constexpr auto binop_result() {
   if constexpr (K >= BinOp::max && !is_ptr_v<T> && !is_ptr_v<U>) {
-    if constexpr (promote(dtype_v<T>, dtype_v<U>) == DType::i1) return std::type_identity<bool>{};
-    else return arith_result<T, U>();
+    if constexpr (promote(dtype_v<T>, dtype_v<U>) == DType::i1)
+      return std::type_identity<bool>{};
+    else
+      return arith_result<T, U>();
   } else {
     return arith_result<T, U>();
   }
@@ -181,9 +233,12 @@ V constant(double v, DType t, const SourceLoc& loc);
 V constant_int(int64_t v, DType t, const SourceLoc& loc);
 template <class L, class S>
 V literal(S v, const SourceLoc& loc) {
-  if constexpr (std::is_floating_point_v<S>) return constant(static_cast<double>(v), dtype_v<L>, loc);
-  else if constexpr (std::is_same_v<S, Constexpr>) return constant_int(v.value(), dtype_v<L>, loc);
-  else return constant_int(static_cast<int64_t>(v), dtype_v<L>, loc);
+  if constexpr (std::is_floating_point_v<S>)
+    return constant(static_cast<double>(v), dtype_v<L>, loc);
+  else if constexpr (std::is_same_v<S, Constexpr>)
+    return constant_int(v.value(), dtype_v<L>, loc);
+  else
+    return constant_int(static_cast<int64_t>(v), dtype_v<L>, loc);
 }
 V binary(BinOp op, V a, V b, const SourceLoc& loc);
 V compare(CmpPred p, V a, V b, const SourceLoc& loc);
@@ -206,7 +261,8 @@ V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc);
 V atomic_cas(V p, V cmp, V v, const SourceLoc& loc);
 V dot(V a, V b, V acc, const SourceLoc& loc);
 using Combine = std::function<std::vector<V>(std::span<V const> lhs, std::span<V const> rhs)>;
-std::vector<V> reduce(const std::vector<V>& in, int axis, const Combine& combine, const SourceLoc& loc, const char* name);
+std::vector<V> reduce(const std::vector<V>& in, int axis, const Combine& combine, const SourceLoc& loc,
+                      const char* name);
 std::vector<V> scan(const std::vector<V>& in, int axis, bool reverse, const Combine& combine, const SourceLoc& loc,
                     const char* name);
 std::array<V, 4> philox(V seed, V offsets, const SourceLoc& loc);
@@ -244,8 +300,7 @@ class Tile : public Handle {
   explicit Tile(ir::Value* v) : Handle(v) {}
   // A scalar constant: `tl::Float x = 1.0f;`.
   template <detail::Literal S>
-    requires(!detail::is_ptr_v<T>)
-  Tile(S v, TILEDSL_LOC) : Handle(detail::literal<T>(v, loc)) {}
+  requires(!detail::is_ptr_v<T>) Tile(S v, TILEDSL_LOC) : Handle(detail::literal<T>(v, loc)) {}
   Tile(const Tile&) = default;
   Tile& operator=(const Tile&) = default;
 
@@ -286,32 +341,34 @@ class Tile : public Handle {
     return Tile(detail::unary(UnOp::bnot, a.t.value(), a.loc));
   }
 
-#define TILEDSL_ARITH(OP, KIND, CHECK)                                                                         \
-  template <class U>                                                                                           \
-  friend auto operator OP(detail::At<T> a, const Tile<U>& b) {                                                 \
-    CHECK(T, U);                                                                                               \
-    using R = detail::binop_t<BinOp::KIND, T, U>;                                                              \
-    return Tile<R>(detail::binary(BinOp::KIND, a.t.value(), b.value(), a.loc));                                \
-  }                                                                                                            \
-  template <detail::Literal S>                                                                                 \
-  friend auto operator OP(detail::At<T> a, S b) {                                                              \
-    using L = detail::literal_t<T, S>;                                                                         \
-    CHECK(T, L);                                                                                               \
-    using R = detail::binop_t<BinOp::KIND, T, L>;                                                              \
-    return Tile<R>(detail::binary(BinOp::KIND, a.t.value(), detail::literal<L>(b, a.loc), a.loc));             \
-  }                                                                                                            \
-  template <detail::Literal S>                                                                                 \
-  friend auto operator OP(S a, detail::At<T> b) {                                                              \
-    using L = detail::literal_t<T, S>;                                                                         \
-    CHECK(L, T);                                                                                               \
-    using R = detail::binop_t<BinOp::KIND, L, T>;                                                              \
-    return Tile<R>(detail::binary(BinOp::KIND, detail::literal<L>(a, b.loc), b.t.value(), b.loc));             \
+#define TILEDSL_ARITH(OP, KIND, CHECK)                                                             \
+  template <class U>                                                                               \
+  friend auto operator OP(detail::At<T> a, const Tile<U>& b) {                                     \
+    CHECK(T, U);                                                                                   \
+    using R = detail::binop_t<BinOp::KIND, T, U>;                                                  \
+    return Tile<R>(detail::binary(BinOp::KIND, a.t.value(), b.value(), a.loc));                    \
+  }                                                                                                \
+  template <detail::Literal S>                                                                     \
+  friend auto operator OP(detail::At<T> a, S b) {                                                  \
+    using L = detail::literal_t<T, S>;                                                             \
+    CHECK(T, L);                                                                                   \
+    using R = detail::binop_t<BinOp::KIND, T, L>;                                                  \
+    return Tile<R>(detail::binary(BinOp::KIND, a.t.value(), detail::literal<L>(b, a.loc), a.loc)); \
+  }                                                                                                \
+  template <detail::Literal S>                                                                     \
+  friend auto operator OP(S a, detail::At<T> b) {                                                  \
+    using L = detail::literal_t<T, S>;                                                             \
+    CHECK(L, T);                                                                                   \
+    using R = detail::binop_t<BinOp::KIND, L, T>;                                                  \
+    return Tile<R>(detail::binary(BinOp::KIND, detail::literal<L>(a, b.loc), b.t.value(), b.loc)); \
   }
 #define TILEDSL_NO_CHECK(A, B) (void)0
-#define TILEDSL_NO_PTR(A, B) \
-  static_assert(!detail::is_ptr_v<A> && !detail::is_ptr_v<B>, "tiledsl: pointer tiles support only + and - with integers")
-#define TILEDSL_INT_ONLY(A, B) \
-  static_assert(detail::is_int_v<A> && detail::is_int_v<B>, "tiledsl: bitwise ops and shifts need integer or boolean tiles")
+#define TILEDSL_NO_PTR(A, B)                                  \
+  static_assert(!detail::is_ptr_v<A> && !detail::is_ptr_v<B>, \
+                "tiledsl: pointer tiles support only + and - with integers")
+#define TILEDSL_INT_ONLY(A, B)                              \
+  static_assert(detail::is_int_v<A> && detail::is_int_v<B>, \
+                "tiledsl: bitwise ops and shifts need integer or boolean tiles")
   TILEDSL_ARITH(+, add, TILEDSL_NO_CHECK)
   TILEDSL_ARITH(-, sub, TILEDSL_NO_CHECK)
   TILEDSL_ARITH(*, mul, TILEDSL_NO_PTR)
@@ -324,20 +381,20 @@ class Tile : public Handle {
   TILEDSL_ARITH(>>, shr, TILEDSL_INT_ONLY)
 #undef TILEDSL_ARITH
 
-#define TILEDSL_CMP(OP, PRED)                                                                                \
-  template <class U>                                                                                         \
-  friend Tile<bool> operator OP(detail::At<T> a, const Tile<U>& b) {                                         \
-    return Tile<bool>(detail::compare(CmpPred::PRED, a.t.value(), b.value(), a.loc));                        \
-  }                                                                                                          \
-  template <detail::Literal S>                                                                               \
-  friend Tile<bool> operator OP(detail::At<T> a, S b) {                                                      \
-    using L = detail::literal_t<T, S>;                                                                       \
-    return Tile<bool>(detail::compare(CmpPred::PRED, a.t.value(), detail::literal<L>(b, a.loc), a.loc));     \
-  }                                                                                                          \
-  template <detail::Literal S>                                                                               \
-  friend Tile<bool> operator OP(S a, detail::At<T> b) {                                                      \
-    using L = detail::literal_t<T, S>;                                                                       \
-    return Tile<bool>(detail::compare(CmpPred::PRED, detail::literal<L>(a, b.loc), b.t.value(), b.loc));     \
+#define TILEDSL_CMP(OP, PRED)                                                                            \
+  template <class U>                                                                                     \
+  friend Tile<bool> operator OP(detail::At<T> a, const Tile<U>& b) {                                     \
+    return Tile<bool>(detail::compare(CmpPred::PRED, a.t.value(), b.value(), a.loc));                    \
+  }                                                                                                      \
+  template <detail::Literal S>                                                                           \
+  friend Tile<bool> operator OP(detail::At<T> a, S b) {                                                  \
+    using L = detail::literal_t<T, S>;                                                                   \
+    return Tile<bool>(detail::compare(CmpPred::PRED, a.t.value(), detail::literal<L>(b, a.loc), a.loc)); \
+  }                                                                                                      \
+  template <detail::Literal S>                                                                           \
+  friend Tile<bool> operator OP(S a, detail::At<T> b) {                                                  \
+    using L = detail::literal_t<T, S>;                                                                   \
+    return Tile<bool>(detail::compare(CmpPred::PRED, detail::literal<L>(a, b.loc), b.t.value(), b.loc)); \
   }
   TILEDSL_CMP(==, eq)
   TILEDSL_CMP(!=, ne)
@@ -349,14 +406,14 @@ class Tile : public Handle {
 };
 
 // Compound assignment: `acc += x` is `acc = acc + x` (the element type must not change).
-#define TILEDSL_COMPOUND(OP)                                                                   \
-  template <class T, class U>                                                                  \
-  Tile<T>& operator OP##=(Tile<T>& a, const U& b) {                                            \
-    static_assert(std::is_same_v<decltype(a OP b), Tile<T>>,                                   \
-                  "tiledsl: x " #OP "= y would change the element type of x; convert y to "   \
-                  "x's element type first (y.to<T>())");                                       \
-    if constexpr (std::is_same_v<decltype(a OP b), Tile<T>>) a = a OP b;                       \
-    return a;                                                                                  \
+#define TILEDSL_COMPOUND(OP)                                                                                         \
+  template <class T, class U>                                                                                        \
+  Tile<T>& operator OP##=(Tile<T>& a, const U& b) {                                                                  \
+    static_assert(std::is_same_v<decltype(a OP b), Tile<T>>, "tiledsl: x " #OP                                       \
+                                                             "= y would change the element type of x; convert y to " \
+                                                             "x's element type first (y.to<T>())");                  \
+    if constexpr (std::is_same_v<decltype(a OP b), Tile<T>>) a = a OP b;                                             \
+    return a;                                                                                                        \
   }
 TILEDSL_COMPOUND(+)
 TILEDSL_COMPOUND(-)
@@ -379,7 +436,8 @@ struct IntArg {
   IntArg(Constexpr c, TILEDSL_LOC) : v(detail::constant_int(c.value(), DType::i32, loc)) {}
   template <std::integral I>
   IntArg(I i, TILEDSL_LOC)
-      : v(detail::constant_int(static_cast<int64_t>(i), (i >= INT32_MIN && i <= INT32_MAX) ? DType::i32 : DType::i64, loc)) {}
+      : v(detail::constant_int(static_cast<int64_t>(i), (i >= INT32_MIN && i <= INT32_MAX) ? DType::i32 : DType::i64,
+                               loc)) {}
 };
 
 // --- Creation -------------------------------------------------------------------------------
@@ -435,11 +493,12 @@ Tile<U> bitcast(const Tile<T>& x, TILEDSL_LOC) {
 }
 
 // --- Math -----------------------------------------------------------------------------------
-#define TILEDSL_FLOAT_UNARY(fn, KIND)                                                                 \
-  template <class T>                                                                                  \
-  Tile<T> fn(const Tile<T>& x, TILEDSL_LOC) {                                                         \
-    static_assert(detail::is_float_v<T>, "tl::" #fn ": needs a floating-point tile; convert it first with x.to<float>()"); \
-    return Tile<T>(detail::unary(UnOp::KIND, x.value(), loc));                                        \
+#define TILEDSL_FLOAT_UNARY(fn, KIND)                                                               \
+  template <class T>                                                                                \
+  Tile<T> fn(const Tile<T>& x, TILEDSL_LOC) {                                                       \
+    static_assert(detail::is_float_v<T>,                                                            \
+                  "tl::" #fn ": needs a floating-point tile; convert it first with x.to<float>()"); \
+    return Tile<T>(detail::unary(UnOp::KIND, x.value(), loc));                                      \
   }
 TILEDSL_FLOAT_UNARY(exp, exp)
 TILEDSL_FLOAT_UNARY(exp2, exp2)
@@ -472,8 +531,10 @@ namespace detail {
 template <class X>
 V as_value(const X& x, DType like, const SourceLoc& loc) {
   if constexpr (Literal<X>) {
-    if constexpr (std::is_floating_point_v<X>) return constant(static_cast<double>(x), is_float(like) ? like : DType::f32, loc);
-    else return constant_int(static_cast<int64_t>(x), like == DType::i1 ? DType::i32 : like, loc);
+    if constexpr (std::is_floating_point_v<X>)
+      return constant(static_cast<double>(x), is_float(like) ? like : DType::f32, loc);
+    else
+      return constant_int(static_cast<int64_t>(x), like == DType::i1 ? DType::i32 : like, loc);
   } else {
     return x.value();
   }
@@ -490,8 +551,10 @@ struct ElemOf<Tile<T>> {
 // would instantiate literal_t<void, Tile> for a tile A and fail to compile `where(mask, x, 0.0f)`.
 template <class A, class B>
 constexpr auto pair_elem() {
-  if constexpr (Literal<A>) return std::type_identity<literal_t<typename ElemOf<B>::type, A>>{};
-  else return std::type_identity<typename ElemOf<A>::type>{};
+  if constexpr (Literal<A>)
+    return std::type_identity<literal_t<typename ElemOf<B>::type, A>>{};
+  else
+    return std::type_identity<typename ElemOf<A>::type>{};
 }
 template <class A, class B>
 using pair_elem_t = typename decltype(pair_elem<A, B>())::type;
@@ -526,7 +589,8 @@ auto minimum(const A& a, const B& b, TILEDSL_LOC) {
 template <detail::TileOrLiteral A, detail::TileOrLiteral B>
 auto where(const Tile<bool>& cond, const A& a, const B& b, TILEDSL_LOC) {
   using E = detail::promote_t<detail::pair_elem_t<A, B>, detail::pair_elem_t<B, A>>;
-  return Tile<E>(detail::select(cond.value(), detail::as_value(a, dtype_v<E>, loc), detail::as_value(b, dtype_v<E>, loc), loc));
+  return Tile<E>(
+      detail::select(cond.value(), detail::as_value(a, dtype_v<E>, loc), detail::as_value(b, dtype_v<E>, loc), loc));
 }
 template <class T>
 Tile<T> fma(const Tile<T>& a, const Tile<T>& b, const Tile<T>& c, TILEDSL_LOC) {
@@ -572,14 +636,15 @@ void store(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, TI
   detail::store(ptr.value(), detail::as_value(value, dtype_v<T>, loc), mask.value(), loc);
 }
 
-#define TILEDSL_ATOMIC(fn, kind)                                                                          \
-  template <class T, detail::TileOrLiteral X>                                                             \
-  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, TILEDSL_LOC) {                                    \
+#define TILEDSL_ATOMIC(fn, kind)                                                                                   \
+  template <class T, detail::TileOrLiteral X>                                                                      \
+  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, TILEDSL_LOC) {                                             \
     return Tile<T>(detail::atomic_rmw(kind, ptr.value(), detail::as_value(value, dtype_v<T>, loc), nullptr, loc)); \
-  }                                                                                                       \
-  template <class T, detail::TileOrLiteral X>                                                             \
-  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, TILEDSL_LOC) {            \
-    return Tile<T>(detail::atomic_rmw(kind, ptr.value(), detail::as_value(value, dtype_v<T>, loc), mask.value(), loc)); \
+  }                                                                                                                \
+  template <class T, detail::TileOrLiteral X>                                                                      \
+  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, TILEDSL_LOC) {                     \
+    return Tile<T>(                                                                                                \
+        detail::atomic_rmw(kind, ptr.value(), detail::as_value(value, dtype_v<T>, loc), mask.value(), loc));       \
   }
 TILEDSL_ATOMIC(atomic_add, "add")
 TILEDSL_ATOMIC(atomic_max, "max")
@@ -592,7 +657,8 @@ TILEDSL_ATOMIC(atomic_xor, "xor")
 // Where *ptr == cmp, writes val; returns the old values.
 template <class T, detail::TileOrLiteral C, detail::TileOrLiteral X>
 Tile<T> atomic_cas(const Tile<PtrTo<T>>& ptr, const C& cmp, const X& val, TILEDSL_LOC) {
-  return Tile<T>(detail::atomic_cas(ptr.value(), detail::as_value(cmp, dtype_v<T>, loc), detail::as_value(val, dtype_v<T>, loc), loc));
+  return Tile<T>(detail::atomic_cas(ptr.value(), detail::as_value(cmp, dtype_v<T>, loc),
+                                    detail::as_value(val, dtype_v<T>, loc), loc));
 }
 
 // --- Block pointers (Triton's make_block_ptr) ------------------------------------------------
@@ -607,8 +673,10 @@ struct HandleList : std::vector<H> {
   HandleList(const HandleList&) = default;
   HandleList(HandleList&&) = default;
   HandleList& operator=(const HandleList& o) {
-    if (o.size() != this->size()) static_cast<std::vector<H>&>(*this) = o;
-    else for (size_t i = 0; i < o.size(); ++i) (*this)[i] = o[i];
+    if (o.size() != this->size())
+      static_cast<std::vector<H>&>(*this) = o;
+    else
+      for (size_t i = 0; i < o.size(); ++i) (*this)[i] = o[i];
     return *this;
   }
   HandleList& operator=(HandleList&& o) { return *this = static_cast<const HandleList&>(o); }
@@ -629,17 +697,17 @@ namespace detail {
 Tile<int64_t> to_i64(const IntArg& a, const SourceLoc& loc);
 // Pointers and in-bounds mask of a block; `checked` lists the dimensions to check.
 std::pair<V, V> block_ptr_addresses(V base, const std::vector<Tile<int64_t>>& shape,
-                                    const std::vector<Tile<int64_t>>& strides, const std::vector<Tile<int64_t>>& offsets,
-                                    const std::vector<int64_t>& block_shape, const std::vector<int>& checked,
-                                    const SourceLoc& loc);
+                                    const std::vector<Tile<int64_t>>& strides,
+                                    const std::vector<Tile<int64_t>>& offsets, const std::vector<int64_t>& block_shape,
+                                    const std::vector<int>& checked, const SourceLoc& loc);
 void check_block_ptr(size_t rank, size_t strides, size_t offsets, const std::vector<int64_t>& block_shape,
                      const std::vector<int64_t>& order, const SourceLoc& loc);
 }  // namespace detail
 
 template <class T>
-BlockPtr<T> make_block_ptr(const Tile<PtrTo<T>>& base, const std::vector<IntArg>& shape, const std::vector<IntArg>& strides,
-                           const std::vector<IntArg>& offsets, const std::vector<int64_t>& block_shape,
-                           const std::vector<int64_t>& order, TILEDSL_LOC) {
+BlockPtr<T> make_block_ptr(const Tile<PtrTo<T>>& base, const std::vector<IntArg>& shape,
+                           const std::vector<IntArg>& strides, const std::vector<IntArg>& offsets,
+                           const std::vector<int64_t>& block_shape, const std::vector<int64_t>& order, TILEDSL_LOC) {
   detail::check_block_ptr(shape.size(), strides.size(), offsets.size(), block_shape, order, loc);
   BlockPtr<T> bp{base, {}, {}, {}, block_shape, order};
   for (const auto& s : shape) bp.shape.push_back(detail::to_i64(s, loc));
@@ -652,7 +720,8 @@ BlockPtr<T> advance(const BlockPtr<T>& bp, const std::vector<IntArg>& deltas, TI
   detail::check_block_ptr(bp.shape.size(), bp.strides.size(), deltas.size(), bp.block_shape, bp.order, loc);
   BlockPtr<T> out = bp;
   for (size_t i = 0; i < deltas.size(); ++i)
-    out.offsets[i] = Tile<int64_t>(detail::binary(BinOp::add, bp.offsets[i].value(), detail::to_i64(deltas[i], loc).value(), loc));
+    out.offsets[i] =
+        Tile<int64_t>(detail::binary(BinOp::add, bp.offsets[i].value(), detail::to_i64(deltas[i], loc).value(), loc));
   return out;
 }
 template <class T>
@@ -688,10 +757,10 @@ Tile<float> dot(const Tile<T>& a, const Tile<T>& b, const Tile<float>& acc, TILE
 
 // Inputs of two element types: a readable error instead of a failed template deduction.
 template <class T, class U, class... Acc>
-  requires(!std::is_same_v<T, U>)
-Tile<float> dot(const Tile<T>& a, const Tile<U>&, const Acc&...) {
-  static_assert(std::is_same_v<T, U>, "tl::dot: both inputs must have one element type (tl::f16, tl::bf16 or float); "
-                                      "convert one first, e.g. b.to<float>()");
+requires(!std::is_same_v<T, U>) Tile<float> dot(const Tile<T>& a, const Tile<U>&, const Acc&...) {
+  static_assert(std::is_same_v<T, U>,
+                "tl::dot: both inputs must have one element type (tl::f16, tl::bf16 or float); "
+                "convert one first, e.g. b.to<float>()");
   return Tile<float>(a.value());
 }
 
@@ -716,11 +785,13 @@ namespace detail {
 template <class T>
 Tile<T> reduce_all(const Tile<T>& x, BinOp op, const SourceLoc& loc, const char* name) {
   auto flat = x.rank() == 1 ? x.value() : reshape(x.value(), {x.numel()}, loc);
-  return Tile<T>(reduce({flat}, 0, [&](auto l, auto r) { return std::vector<V>{binary(op, l[0], r[0], loc)}; }, loc, name)[0]);
+  return Tile<T>(reduce(
+      {flat}, 0, [&](auto l, auto r) { return std::vector<V>{binary(op, l[0], r[0], loc)}; }, loc, name)[0]);
 }
 template <class T>
 Tile<T> reduce_axis(const Tile<T>& x, int axis, BinOp op, const SourceLoc& loc, const char* name) {
-  return Tile<T>(reduce({x.value()}, axis, [&](auto l, auto r) { return std::vector<V>{binary(op, l[0], r[0], loc)}; }, loc, name)[0]);
+  return Tile<T>(reduce(
+      {x.value()}, axis, [&](auto l, auto r) { return std::vector<V>{binary(op, l[0], r[0], loc)}; }, loc, name)[0]);
 }
 Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc);
 template <class T>
@@ -737,28 +808,44 @@ Tile<detail::sum_t<T>> sum(const Tile<T>& x, TILEDSL_LOC) {
   return detail::reduce_all(x.template to<detail::sum_t<T>>(loc), BinOp::add, loc, "sum");
 }
 template <class T>
-Tile<T> max(const Tile<T>& x, int axis, TILEDSL_LOC) { return detail::reduce_axis(x, axis, BinOp::max, loc, "max"); }
+Tile<T> max(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  return detail::reduce_axis(x, axis, BinOp::max, loc, "max");
+}
 template <class T>
-Tile<T> max(const Tile<T>& x, TILEDSL_LOC) { return detail::reduce_all(x, BinOp::max, loc, "max"); }
+Tile<T> max(const Tile<T>& x, TILEDSL_LOC) {
+  return detail::reduce_all(x, BinOp::max, loc, "max");
+}
 template <class T>
-Tile<T> min(const Tile<T>& x, int axis, TILEDSL_LOC) { return detail::reduce_axis(x, axis, BinOp::min, loc, "min"); }
+Tile<T> min(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  return detail::reduce_axis(x, axis, BinOp::min, loc, "min");
+}
 template <class T>
-Tile<T> min(const Tile<T>& x, TILEDSL_LOC) { return detail::reduce_all(x, BinOp::min, loc, "min"); }
+Tile<T> min(const Tile<T>& x, TILEDSL_LOC) {
+  return detail::reduce_all(x, BinOp::min, loc, "min");
+}
 // Index of the largest (smallest) element along `axis`; ties go to the smallest index.
 template <class T>
-Tile<int32_t> argmax(const Tile<T>& x, int axis, TILEDSL_LOC) { return detail::arg_reduce(x.value(), axis, true, loc); }
+Tile<int32_t> argmax(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  return detail::arg_reduce(x.value(), axis, true, loc);
+}
 template <class T>
-Tile<int32_t> argmin(const Tile<T>& x, int axis, TILEDSL_LOC) { return detail::arg_reduce(x.value(), axis, false, loc); }
+Tile<int32_t> argmin(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  return detail::arg_reduce(x.value(), axis, false, loc);
+}
 template <class T>
 Tile<detail::sum_t<T>> cumsum(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {
   auto y = x.template to<detail::sum_t<T>>(loc);
-  return Tile<detail::sum_t<T>>(detail::scan({y.value()}, axis, reverse,
-      [&](auto l, auto r) { return std::vector<detail::V>{detail::binary(BinOp::add, l[0], r[0], loc)}; }, loc, "cumsum")[0]);
+  return Tile<detail::sum_t<T>>(detail::scan(
+      {y.value()}, axis, reverse,
+      [&](auto l, auto r) { return std::vector<detail::V>{detail::binary(BinOp::add, l[0], r[0], loc)}; }, loc,
+      "cumsum")[0]);
 }
 template <class T>
 Tile<T> cumprod(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {
-  return Tile<T>(detail::scan({x.value()}, axis, reverse,
-      [&](auto l, auto r) { return std::vector<detail::V>{detail::binary(BinOp::mul, l[0], r[0], loc)}; }, loc, "cumprod")[0]);
+  return Tile<T>(detail::scan(
+      {x.value()}, axis, reverse,
+      [&](auto l, auto r) { return std::vector<detail::V>{detail::binary(BinOp::mul, l[0], r[0], loc)}; }, loc,
+      "cumprod")[0]);
 }
 // Softmax along the last axis (Triton's tl.softmax).
 template <class T>
@@ -791,7 +878,9 @@ Tile<T> max_contiguous(const Tile<T>& x, std::vector<int64_t> n, TILEDSL_LOC) {
   return Tile<T>(detail::max_contiguous(x.value(), n, loc));
 }
 // A trace-time check on constexpr values (named with a trailing _ because static_assert is a keyword).
-inline void static_assert_(bool cond, const std::string& msg = "", TILEDSL_LOC) { detail::static_check(cond, msg, loc); }
+inline void static_assert_(bool cond, const std::string& msg = "", TILEDSL_LOC) {
+  detail::static_check(cond, msg, loc);
+}
 inline void device_assert(const Tile<bool>& cond, const std::string& msg = "", TILEDSL_LOC) {
   detail::device_assert(cond.value(), msg, loc);
 }
@@ -812,15 +901,22 @@ void device_print(const Print& p, const Tile<Ts>&... xs) {
 // values: the body is traced twice, once to find them and once to build the loop.
 template <class Body>
 void range(const IntArg& lo, const IntArg& hi, const IntArg& step, Body&& body, TILEDSL_LOC) {
-  detail::for_loop(lo.v, hi.v, step.v, [&](detail::V iv) {
-    if (detail::dtype(iv) == DType::i64) {
-      if constexpr (std::is_invocable_v<Body, Tile<int64_t>>) body(Tile<int64_t>(iv));
-      else detail::fail("range", "the bounds are 64-bit; take the loop variable as tl::Int64", loc);
-    } else {
-      if constexpr (std::is_invocable_v<Body, Tile<int32_t>>) body(Tile<int32_t>(iv));
-      else body(Tile<int64_t>(detail::cast(iv, DType::i64, loc)));
-    }
-  }, loc);
+  detail::for_loop(
+      lo.v, hi.v, step.v,
+      [&](detail::V iv) {
+        if (detail::dtype(iv) == DType::i64) {
+          if constexpr (std::is_invocable_v<Body, Tile<int64_t>>)
+            body(Tile<int64_t>(iv));
+          else
+            detail::fail("range", "the bounds are 64-bit; take the loop variable as tl::Int64", loc);
+        } else {
+          if constexpr (std::is_invocable_v<Body, Tile<int32_t>>)
+            body(Tile<int32_t>(iv));
+          else
+            body(Tile<int64_t>(detail::cast(iv, DType::i64, loc)));
+        }
+      },
+      loc);
 }
 template <class Body>
 void range(const IntArg& lo, const IntArg& hi, Body&& body, TILEDSL_LOC) {
@@ -833,7 +929,8 @@ void if_(const Tile<bool>& cond, Then&& then_fn, Else&& else_fn, TILEDSL_LOC) {
 }
 template <class Then>
 void if_(const Tile<bool>& cond, Then&& then_fn, TILEDSL_LOC) {
-  detail::if_else(cond.value(), std::forward<Then>(then_fn), [] {}, loc);
+  detail::if_else(
+      cond.value(), std::forward<Then>(then_fn), [] {}, loc);
 }
 
 }  // namespace tiledsl

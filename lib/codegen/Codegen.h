@@ -35,9 +35,9 @@ struct CompileOptions {
 void check_options(const CompileOptions& opts);
 
 struct Compiled {
-  std::string entry;         // the kernel's symbol in the PTX
+  std::string entry;  // the kernel's symbol in the PTX
   std::string ptx;
-  int64_t shared_bytes = 0;  // dynamic shared memory to launch with
+  int64_t shared_bytes = 0;                                        // dynamic shared memory to launch with
   std::vector<std::pair<std::string, std::string>> ir_after_pass;  // with keep_stages: (pass, IR)
   std::string llvm_ir;                                             // with keep_stages
 };
@@ -57,6 +57,5 @@ std::string compiler_identity();
 
 // The most shared memory one program may use on `arch`; compiling a kernel that needs more is an error.
 int64_t max_shared_bytes(const std::string& arch);
-
 
 }  // namespace tiledsl::codegen

@@ -5,7 +5,7 @@ namespace tiledsl::codegen {
 // Moves the elements of `src` (a tile of `src_type`) into the registers of `dst_type`
 // through shared memory; dst element `i` reads src element `src_of(i)` (row-major linear).
 Regs Lowering::shuffle(const ir::Op& op, const Regs& src, ir::Type src_type, ir::Type dst_type,
-             const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of) {
+                       const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of) {
   llvm::Type* et = memory_type(src_type);
   int64_t bytes = src_type.numel() * static_cast<int64_t>(mod_->getDataLayout().getTypeAllocSize(et));
   llvm::Value* base = shared(op, bytes);
@@ -43,6 +43,5 @@ Regs Lowering::lower_shape(const ir::Op& op) {
     return linear(src, is);
   });
 }
-
 
 }  // namespace tiledsl::codegen

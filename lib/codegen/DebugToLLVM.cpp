@@ -27,7 +27,8 @@ void Lowering::device_printf(const std::string& format, const std::vector<llvm::
     // In the entry block: one stack slot per call site, not one per loop iteration.
     llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
     llvm::Value* slot = entry.CreateAlloca(st);
-    for (size_t i = 0; i < args.size(); ++i) b_.CreateStore(args[i], b_.CreateStructGEP(st, slot, static_cast<unsigned>(i)));
+    for (size_t i = 0; i < args.size(); ++i)
+      b_.CreateStore(args[i], b_.CreateStructGEP(st, slot, static_cast<unsigned>(i)));
     buffer = slot;
   }
   llvm::FunctionCallee vprintf = mod_->getOrInsertFunction(
@@ -106,9 +107,9 @@ void Lowering::device_fail(llvm::Value* failed, const ir::Op& op, const std::str
   std::string where = op.loc.line ? op.loc.str() : "<unknown>";
   llvm::Value* file = c_string(b_, *mod_, op.loc.file.empty() ? "<unknown>" : op.loc.file);
   llvm::FunctionCallee assertfail = mod_->getOrInsertFunction(
-      "__assertfail", llvm::FunctionType::get(b_.getVoidTy(),
-                                              {b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getPtrTy(), b_.getInt64Ty()},
-                                              false));
+      "__assertfail",
+      llvm::FunctionType::get(b_.getVoidTy(),
+                              {b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty(), b_.getPtrTy(), b_.getInt64Ty()}, false));
   predicated(failed, nullptr, [&] {
     std::vector<llvm::Value*> all = {c_string(b_, *mod_, where), c_string(b_, *mod_, f_.name)};
     all.insert(all.end(), args.begin(), args.end());

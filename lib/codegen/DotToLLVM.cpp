@@ -15,7 +15,8 @@ Regs Lowering::lower_dot(const ir::Op& op) {
   auto stage = [&](const ir::Value* v, llvm::Value* base) {
     auto idx = indices(v->type);
     const Regs& regs = get(v);
-    for (size_t r = 0; r < regs.size(); ++r) b_.CreateStore(regs[r], b_.CreateGEP(et, base, linear(idx[r], v->type.shape())));
+    for (size_t r = 0; r < regs.size(); ++r)
+      b_.CreateStore(regs[r], b_.CreateGEP(et, base, linear(idx[r], v->type.shape())));
   };
   llvm::Value* b_base = b_.CreateGEP(et, smem, b_.getInt32(static_cast<uint32_t>(M * K)));
   stage(a, smem);

@@ -1,6 +1,6 @@
-#include "codegen/Lowering.h"
-
 #include <llvm/IR/InlineAsm.h>
+
+#include "codegen/Lowering.h"
 
 namespace tiledsl::codegen {
 
@@ -23,9 +23,12 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
   bool uns = is_unsigned(d) || d == DType::i1;
   if (ir::has_trait(op.kind, ir::kFloatMath)) return math(op, a[0], d);
   switch (op.kind) {
-    case OpKind::Add: return flt ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
-    case OpKind::Sub: return flt ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
-    case OpKind::Mul: return flt ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
+    case OpKind::Add:
+      return flt ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
+    case OpKind::Sub:
+      return flt ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
+    case OpKind::Mul:
+      return flt ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
     case OpKind::Div:
       if (!flt) return int_divide(op.kind, a[0], a[1], uns);
       // f32 `/` is div.full.f32 (within 2 ulp), as Triton's: the IEEE-rounded div.rn costs several
@@ -42,12 +45,17 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
       return b_.CreateFPTrunc(r, a[0]->getType());
     }
     case OpKind::Max:
-      return flt ? b_.CreateMaxNum(a[0], a[1]) : intrinsic(uns ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, {a[0], a[1]}, {a[0]->getType()});
+      return flt ? b_.CreateMaxNum(a[0], a[1])
+                 : intrinsic(uns ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, {a[0], a[1]}, {a[0]->getType()});
     case OpKind::Min:
-      return flt ? b_.CreateMinNum(a[0], a[1]) : intrinsic(uns ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, {a[0], a[1]}, {a[0]->getType()});
-    case OpKind::And: return b_.CreateAnd(a[0], a[1]);
-    case OpKind::Or: return b_.CreateOr(a[0], a[1]);
-    case OpKind::Xor: return b_.CreateXor(a[0], a[1]);
+      return flt ? b_.CreateMinNum(a[0], a[1])
+                 : intrinsic(uns ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, {a[0], a[1]}, {a[0]->getType()});
+    case OpKind::And:
+      return b_.CreateAnd(a[0], a[1]);
+    case OpKind::Or:
+      return b_.CreateOr(a[0], a[1]);
+    case OpKind::Xor:
+      return b_.CreateXor(a[0], a[1]);
     case OpKind::Shl:
     case OpKind::Shr: {
       // Shifting by the width or more gives 0 (or the sign, for a signed right shift).
@@ -58,15 +66,20 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
       llvm::Value* s = op.kind == OpKind::Shl ? b_.CreateShl(a[0], a[1]) : b_.CreateLShr(a[0], a[1]);
       return b_.CreateSelect(big, llvm::ConstantInt::get(a[0]->getType(), 0), s);
     }
-    case OpKind::Neg: return flt ? b_.CreateFNeg(a[0]) : b_.CreateNeg(a[0]);
-    case OpKind::Not: return b_.CreateNot(a[0]);
+    case OpKind::Neg:
+      return flt ? b_.CreateFNeg(a[0]) : b_.CreateNeg(a[0]);
+    case OpKind::Not:
+      return b_.CreateNot(a[0]);
     case OpKind::Abs:
       if (flt) return intrinsic(llvm::Intrinsic::fabs, {a[0]}, {a[0]->getType()});
       if (uns) return a[0];
       return intrinsic(llvm::Intrinsic::abs, {a[0], b_.getFalse()}, {a[0]->getType()});
-    case OpKind::Cmp: return compare(op.attr_str("pred"), a[0], a[1], flt, uns || ptr);
-    case OpKind::Select: return b_.CreateSelect(a[0], a[1], a[2]);
-    case OpKind::Fma: return intrinsic(llvm::Intrinsic::fma, {a[0], a[1], a[2]}, {a[0]->getType()});
+    case OpKind::Cmp:
+      return compare(op.attr_str("pred"), a[0], a[1], flt, uns || ptr);
+    case OpKind::Select:
+      return b_.CreateSelect(a[0], a[1], a[2]);
+    case OpKind::Fma:
+      return intrinsic(llvm::Intrinsic::fma, {a[0], a[1], a[2]}, {a[0]->getType()});
     case OpKind::AddPtr: {
       ir::Type ot = op.operands[1]->type;
       llvm::Value* off = a[1];
@@ -74,18 +87,39 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
         off = is_unsigned(ot.dtype()) ? b_.CreateZExt(off, b_.getInt64Ty()) : b_.CreateSExt(off, b_.getInt64Ty());
       return b_.CreateGEP(scalar_type(t.pointee().dtype() == DType::i1 ? DType::i8 : t.pointee().dtype()), a[0], off);
     }
-    case OpKind::Cast: return cast(a[0], d, op.result()->type.dtype());
-    case OpKind::Bitcast: return b_.CreateBitCast(a[0], type_of(op.result()->type));
-    default: unsupported(op);
+    case OpKind::Cast:
+      return cast(a[0], d, op.result()->type.dtype());
+    case OpKind::Bitcast:
+      return b_.CreateBitCast(a[0], type_of(op.result()->type));
+    default:
+      unsupported(op);
   }
 }
 
 llvm::Value* Lowering::compare(const std::string& p, llvm::Value* x, llvm::Value* y, bool flt, bool uns) {
   using P = llvm::CmpInst::Predicate;
   P pred;
-  if (flt) pred = p == "eq" ? P::FCMP_OEQ : p == "ne" ? P::FCMP_UNE : p == "lt" ? P::FCMP_OLT : p == "le" ? P::FCMP_OLE : p == "gt" ? P::FCMP_OGT : P::FCMP_OGE;
-  else if (uns) pred = p == "eq" ? P::ICMP_EQ : p == "ne" ? P::ICMP_NE : p == "lt" ? P::ICMP_ULT : p == "le" ? P::ICMP_ULE : p == "gt" ? P::ICMP_UGT : P::ICMP_UGE;
-  else pred = p == "eq" ? P::ICMP_EQ : p == "ne" ? P::ICMP_NE : p == "lt" ? P::ICMP_SLT : p == "le" ? P::ICMP_SLE : p == "gt" ? P::ICMP_SGT : P::ICMP_SGE;
+  if (flt)
+    pred = p == "eq"   ? P::FCMP_OEQ
+           : p == "ne" ? P::FCMP_UNE
+           : p == "lt" ? P::FCMP_OLT
+           : p == "le" ? P::FCMP_OLE
+           : p == "gt" ? P::FCMP_OGT
+                       : P::FCMP_OGE;
+  else if (uns)
+    pred = p == "eq"   ? P::ICMP_EQ
+           : p == "ne" ? P::ICMP_NE
+           : p == "lt" ? P::ICMP_ULT
+           : p == "le" ? P::ICMP_ULE
+           : p == "gt" ? P::ICMP_UGT
+                       : P::ICMP_UGE;
+  else
+    pred = p == "eq"   ? P::ICMP_EQ
+           : p == "ne" ? P::ICMP_NE
+           : p == "lt" ? P::ICMP_SLT
+           : p == "le" ? P::ICMP_SLE
+           : p == "gt" ? P::ICMP_SGT
+                       : P::ICMP_SGE;
   return flt ? b_.CreateFCmp(pred, x, y) : b_.CreateICmp(pred, x, y);
 }
 
@@ -117,9 +151,10 @@ llvm::Value* Lowering::encode_fp8(llvm::Value* x, DType to) {
   unb = b_.CreateSelect(b_.CreateICmpSGT(unb, ci(30)), ci(30), unb);
   // q = |x| / 2^(unb - man_bits), rounded to nearest even: the significand in units of the
   // result's last place (exact scaling by a power of two).
-  llvm::Value* scale = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(b_.CreateSub(ci(f.man_bits), unb), ci(wbias)), ci(man)), ft);
-  llvm::Value* q = intrinsic(llvm::Intrinsic::fptosi_sat, {intrinsic(llvm::Intrinsic::roundeven, {b_.CreateFMul(a, scale)}, {ft})},
-                             {it, ft});
+  llvm::Value* scale =
+      b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(b_.CreateSub(ci(f.man_bits), unb), ci(wbias)), ci(man)), ft);
+  llvm::Value* q = intrinsic(llvm::Intrinsic::fptosi_sat,
+                             {intrinsic(llvm::Intrinsic::roundeven, {b_.CreateFMul(a, scale)}, {ft})}, {it, ft});
   // Far past the largest finite value (inf, or |x| of 2^31 and more) q is clamped before the
   // sum below could wrap; it saturates all the same.
   llvm::Value* cap = ci(int64_t{1} << (f.man_bits + 2));
@@ -149,14 +184,16 @@ llvm::Value* Lowering::decode_fp8(llvm::Value* x, DType from) {
   // |v| = (e == 0 ? m : 2^man_bits + m) * 2^(max(e, 1) - bias - man_bits), all exact in f32.
   llvm::Value* sig = b_.CreateSelect(sub, m, b_.CreateOr(m, ci(1 << f.man_bits)));
   llvm::Value* ee = b_.CreateSelect(sub, ci(1), e);
-  llvm::Value* scale = b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(ee, ci(127 - bias - f.man_bits)), ci(23)), b_.getFloatTy());
+  llvm::Value* scale =
+      b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(ee, ci(127 - bias - f.man_bits)), ci(23)), b_.getFloatTy());
   llvm::Value* v = b_.CreateFMul(b_.CreateUIToFP(sig, b_.getFloatTy()), scale);
   llvm::Value* all = ci((1 << f.exp_bits) - 1);
   llvm::Value* special = f.ieee ? b_.CreateICmpEQ(e, all)
                                 : b_.CreateAnd(b_.CreateICmpEQ(e, all), b_.CreateICmpEQ(m, ci((1 << f.man_bits) - 1)));
-  llvm::Value* nan_or_inf = f.ieee ? b_.CreateSelect(b_.CreateICmpEQ(m, ci(0)), llvm::ConstantFP::getInfinity(b_.getFloatTy()),
-                                                     llvm::ConstantFP::getNaN(b_.getFloatTy()))
-                                   : llvm::ConstantFP::getNaN(b_.getFloatTy());
+  llvm::Value* nan_or_inf =
+      f.ieee ? b_.CreateSelect(b_.CreateICmpEQ(m, ci(0)), llvm::ConstantFP::getInfinity(b_.getFloatTy()),
+                               llvm::ConstantFP::getNaN(b_.getFloatTy()))
+             : llvm::ConstantFP::getNaN(b_.getFloatTy());
   v = b_.CreateSelect(special, nan_or_inf, v);
   llvm::Value* neg = b_.CreateICmpNE(b_.CreateAnd(b, ci(1 << (f.exp_bits + f.man_bits))), ci(0));
   return b_.CreateSelect(neg, b_.CreateFNeg(v), v);
@@ -183,7 +220,8 @@ llvm::Value* Lowering::cast(llvm::Value* x, DType from, DType to) {
     // To bool: x != 0 (NaN and 0.5 are true). Otherwise as the interpreter (and cvt.rzi.sat):
     // truncate, saturate, NaN becomes 0.
     if (to == DType::i1) return b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0));
-    return intrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat, {x}, {tt, x->getType()});
+    return intrinsic(is_unsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat, {x},
+                     {tt, x->getType()});
   }
   bool uns = is_unsigned(from) || from == DType::i1;
   if (is_float(to)) return uns ? b_.CreateUIToFP(x, tt) : b_.CreateSIToFP(x, tt);
@@ -231,22 +269,43 @@ llvm::Value* Lowering::math(const ir::Op& op, llvm::Value* x, DType d) {
     return inline_ptx("ex2.approx.f32 $0, $1;", "=f,f", t, {y});
   }
   switch (op.kind) {
-    case OpKind::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, {x}, {t});
-    case OpKind::Floor: return intrinsic(llvm::Intrinsic::floor, {x}, {t});
-    case OpKind::Ceil: return intrinsic(llvm::Intrinsic::ceil, {x}, {t});
-    default: break;
+    case OpKind::Sqrt:
+      return intrinsic(llvm::Intrinsic::sqrt, {x}, {t});
+    case OpKind::Floor:
+      return intrinsic(llvm::Intrinsic::floor, {x}, {t});
+    case OpKind::Ceil:
+      return intrinsic(llvm::Intrinsic::ceil, {x}, {t});
+    default:
+      break;
   }
   std::string fn;
   switch (op.kind) {
-    case OpKind::Exp: fn = "exp"; break;
-    case OpKind::Exp2: fn = "exp2"; break;
-    case OpKind::Log: fn = "log"; break;
-    case OpKind::Log2: fn = "log2"; break;
-    case OpKind::Rsqrt: fn = "rsqrt"; break;
-    case OpKind::Sin: fn = "sin"; break;
-    case OpKind::Cos: fn = "cos"; break;
-    case OpKind::Erf: fn = "erf"; break;
-    default: unsupported(op);
+    case OpKind::Exp:
+      fn = "exp";
+      break;
+    case OpKind::Exp2:
+      fn = "exp2";
+      break;
+    case OpKind::Log:
+      fn = "log";
+      break;
+    case OpKind::Log2:
+      fn = "log2";
+      break;
+    case OpKind::Rsqrt:
+      fn = "rsqrt";
+      break;
+    case OpKind::Sin:
+      fn = "sin";
+      break;
+    case OpKind::Cos:
+      fn = "cos";
+      break;
+    case OpKind::Erf:
+      fn = "erf";
+      break;
+    default:
+      unsupported(op);
   }
   return libdevice(fn + (d == DType::f32 ? "f" : ""), t, {x});
 }

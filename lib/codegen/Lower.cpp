@@ -35,17 +35,33 @@ std::unique_ptr<llvm::Module> Lowering::run() {
 
 llvm::Type* Lowering::scalar_type(DType t) {
   switch (t) {
-    case DType::i1: return b_.getInt1Ty();
-    case DType::i8: case DType::u8: return b_.getInt8Ty();
-    case DType::i16: case DType::u16: return b_.getInt16Ty();
-    case DType::i32: case DType::u32: return b_.getInt32Ty();
-    case DType::i64: case DType::u64: return b_.getInt64Ty();
-    case DType::f16: return b_.getHalfTy();
-    case DType::bf16: return b_.getBFloatTy();
-    case DType::f32: return b_.getFloatTy();
-    case DType::f64: return b_.getDoubleTy();
-    case DType::f8e4m3: case DType::f8e5m2: return b_.getInt8Ty();  // the bits; cast() converts them
-    default: unsupported(fmt::format("element type {}", name(t)));
+    case DType::i1:
+      return b_.getInt1Ty();
+    case DType::i8:
+    case DType::u8:
+      return b_.getInt8Ty();
+    case DType::i16:
+    case DType::u16:
+      return b_.getInt16Ty();
+    case DType::i32:
+    case DType::u32:
+      return b_.getInt32Ty();
+    case DType::i64:
+    case DType::u64:
+      return b_.getInt64Ty();
+    case DType::f16:
+      return b_.getHalfTy();
+    case DType::bf16:
+      return b_.getBFloatTy();
+    case DType::f32:
+      return b_.getFloatTy();
+    case DType::f64:
+      return b_.getDoubleTy();
+    case DType::f8e4m3:
+    case DType::f8e5m2:
+      return b_.getInt8Ty();  // the bits; cast() converts them
+    default:
+      unsupported(fmt::format("element type {}", name(t)));
   }
 }
 
@@ -89,7 +105,8 @@ std::vector<std::vector<llvm::Value*>> Lowering::indices(ir::Type type) {
 
 llvm::Value* Lowering::linear(const std::vector<llvm::Value*>& idx, const Shape& shape) {
   llvm::Value* v = b_.getInt32(0);
-  for (size_t d = 0; d < idx.size(); ++d) v = b_.CreateAdd(b_.CreateMul(v, b_.getInt32(static_cast<uint32_t>(shape[d]))), idx[d]);
+  for (size_t d = 0; d < idx.size(); ++d)
+    v = b_.CreateAdd(b_.CreateMul(v, b_.getInt32(static_cast<uint32_t>(shape[d]))), idx[d]);
   return v;
 }
 
@@ -150,9 +167,7 @@ Regs Lowering::from_owners(const ir::Op& op, const Regs& regs, ir::Type type) {
   Owned o = owned(type);
   std::vector<std::vector<llvm::Value*>> idx;
   if (type.is_tile()) idx = indices(type);
-  auto addr = [&](size_t r) {
-    return type.is_tile() ? b_.CreateGEP(et, base, linear(idx[r], type.shape())) : base;
-  };
+  auto addr = [&](size_t r) { return type.is_tile() ? b_.CreateGEP(et, base, linear(idx[r], type.shape())) : base; };
   predicated(o.pred, nullptr, [&] {
     for (int64_t r : o.regs) b_.CreateStore(to_memory(regs[static_cast<size_t>(r)]), addr(static_cast<size_t>(r)));
     return nullptr;
@@ -179,19 +194,34 @@ std::vector<Regs> Lowering::block(const ir::Block& blk) {
 
 void Lowering::lower(const ir::Op& op) {
   switch (op.kind) {
-    case OpKind::For: return lower_for(op);
-    case OpKind::If: return lower_if(op);
-    case OpKind::Reduce: return lower_reduce(op);
-    case OpKind::Store: return lower_store(op);
-    case OpKind::Load: vals_[op.result()] = lower_load(op); return;
-    case OpKind::Dot: vals_[op.result()] = lower_dot(op); return;
-    case OpKind::Scan: return lower_scan(op);
-    case OpKind::Philox: return lower_philox(op);
+    case OpKind::For:
+      return lower_for(op);
+    case OpKind::If:
+      return lower_if(op);
+    case OpKind::Reduce:
+      return lower_reduce(op);
+    case OpKind::Store:
+      return lower_store(op);
+    case OpKind::Load:
+      vals_[op.result()] = lower_load(op);
+      return;
+    case OpKind::Dot:
+      vals_[op.result()] = lower_dot(op);
+      return;
+    case OpKind::Scan:
+      return lower_scan(op);
+    case OpKind::Philox:
+      return lower_philox(op);
     case OpKind::AtomicRMW:
-    case OpKind::AtomicCAS: vals_[op.result()] = lower_atomic(op); return;
-    case OpKind::Print: return lower_print(op);
-    case OpKind::Assert: return lower_assert(op);
-    default: break;
+    case OpKind::AtomicCAS:
+      vals_[op.result()] = lower_atomic(op);
+      return;
+    case OpKind::Print:
+      return lower_print(op);
+    case OpKind::Assert:
+      return lower_assert(op);
+    default:
+      break;
   }
   vals_[op.result()] = value_op(op);
 }
@@ -203,18 +233,21 @@ Regs Lowering::value_op(const ir::Op& op) {
       const auto& a = op.attrs.at("value");
       llvm::Type* t = type_of(res->type);
       if (is_fp8(res->type.dtype()))
-        return {b_.getInt8(static_cast<uint8_t>(encode_float(res->type.dtype() == DType::f8e4m3 ? kF8E4M3 : kF8E5M2,
-                                                              std::get<double>(a))))};
+        return {b_.getInt8(static_cast<uint8_t>(
+            encode_float(res->type.dtype() == DType::f8e4m3 ? kF8E4M3 : kF8E5M2, std::get<double>(a))))};
       if (t->isFloatingPointTy())
-        return {llvm::ConstantFP::get(t, std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a)))};
+        return {llvm::ConstantFP::get(
+            t, std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a)))};
       int64_t v = std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a));
       return {llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true)};
     }
     case OpKind::ProgramId:
     case OpKind::NumPrograms: {
       static const llvm::Intrinsic::ID ids[2][3] = {
-          {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z},
-          {llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z}};
+          {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
+           llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z},
+          {llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y,
+           llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z}};
       return {intrinsic(ids[op.kind == OpKind::NumPrograms][op.attr_int("axis")], {})};
     }
     case OpKind::Arange: {
@@ -223,15 +256,19 @@ Regs Lowering::value_op(const ir::Op& op) {
         out.push_back(b_.CreateAdd(idx[0], b_.getInt32(static_cast<uint32_t>(op.attr_int("start")))));
       return out;
     }
-    case OpKind::Splat: return Regs(static_cast<size_t>(num_regs(res)), get(op.operands[0])[0]);
+    case OpKind::Splat:
+      return Regs(static_cast<size_t>(num_regs(res)), get(op.operands[0])[0]);
     case OpKind::Broadcast:
     case OpKind::ExpandDims:
     case OpKind::Reshape:
     case OpKind::ConvertLayout:
-    case OpKind::Trans: return lower_shape(op);
+    case OpKind::Trans:
+      return lower_shape(op);
     case OpKind::MultipleOf:
-    case OpKind::MaxContiguous: return get(op.operands[0]);
-    default: break;
+    case OpKind::MaxContiguous:
+      return get(op.operands[0]);
+    default:
+      break;
   }
   if (ir::has_trait(op.kind, ir::kElementwise)) return lower_elementwise(op);
   unsupported(op);

@@ -40,8 +40,13 @@ inline const DistributedLayout* layout(const ir::Value* v) {
 class Lowering {
  public:
   Lowering(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts)
-      : f_(f), ctx_(ctx), opts_(opts), mod_(std::make_unique<llvm::Module>(f.name, ctx)), b_(ctx),
-        axes_(passes::analyze_axes(f)), unread_masked_lanes_(passes::loads_with_unread_masked_lanes(f)) {
+      : f_(f),
+        ctx_(ctx),
+        opts_(opts),
+        mod_(std::make_unique<llvm::Module>(f.name, ctx)),
+        b_(ctx),
+        axes_(passes::analyze_axes(f)),
+        unread_masked_lanes_(passes::loads_with_unread_masked_lanes(f)) {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(opts.fp_fusion);
     b_.setFastMathFlags(fmf);
@@ -57,16 +62,16 @@ class Lowering {
   llvm::Type* memory_type(ir::Type t) {
     return t.dtype() == DType::i1 && !t.element().is_pointer() ? b_.getInt8Ty() : type_of(t);
   }
-  unsigned alloc_size(llvm::Type* t) const {
-    return static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(t));
-  }
+  unsigned alloc_size(llvm::Type* t) const { return static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(t)); }
 
   [[noreturn]] void unsupported(const std::string& what) const {
-    throw Error(fmt::format("codegen: in kernel '{}': {} is not supported by the GPU code generator yet", f_.name, what));
+    throw Error(
+        fmt::format("codegen: in kernel '{}': {} is not supported by the GPU code generator yet", f_.name, what));
   }
   [[noreturn]] void unsupported(const ir::Op& op, const std::string& what = "") const {
     throw Error(fmt::format("{}: codegen: in kernel '{}': {}: {}not supported by the GPU code generator yet",
-                            op.loc.line ? op.loc.str() : "<unknown>", f_.name, op.name(), what.empty() ? "" : what + " "));
+                            op.loc.line ? op.loc.str() : "<unknown>", f_.name, op.name(),
+                            what.empty() ? "" : what + " "));
   }
 
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args,

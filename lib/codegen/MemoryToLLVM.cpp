@@ -1,6 +1,6 @@
-#include "codegen/Lowering.h"
-
 #include <llvm/IR/InlineAsm.h>
+
+#include "codegen/Lowering.h"
 
 namespace tiledsl::codegen {
 
@@ -17,8 +17,7 @@ int Lowering::contiguous_regs(const ir::Value* v) {
     bool ok = true;
     for (int64_t r = 0; r < n && ok; ++r) {
       Shape base = l->reg_offset(s, r - r % k), off = l->reg_offset(s, r);
-      for (size_t d = 0; d < s.size() && ok; ++d)
-        ok = off[d] == base[d] + (d == last ? r % k : 0);
+      for (size_t d = 0; d < s.size() && ok; ++d) ok = off[d] == base[d] + (d == last ? r % k : 0);
       ok = ok && (base[last] % k) == 0 && off[last] < s[last];
     }
     if (!ok) break;
@@ -32,10 +31,10 @@ int Lowering::vector_width(const ir::Op& op) {
   return std::min(passes::memory_vector_width(op, axes_), contiguous_regs(op.operands[0]));
 }
 
-
 // Runs `body` only where `pred` holds (no branch when there is no predicate); returns the
 // value `body` produced there, or `otherwise` elsewhere.
-llvm::Value* Lowering::predicated(llvm::Value* pred, llvm::Value* otherwise, const std::function<llvm::Value*()>& body) {
+llvm::Value* Lowering::predicated(llvm::Value* pred, llvm::Value* otherwise,
+                                  const std::function<llvm::Value*()>& body) {
   if (!pred) return body();
   llvm::BasicBlock* from = b_.GetInsertBlock();
   auto* then_bb = llvm::BasicBlock::Create(ctx_, "masked", fn_);
@@ -122,7 +121,8 @@ llvm::Value* Lowering::predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm
       args.push_back(n > 1 ? b_.CreateExtractElement(other_words, i) : other_words);
     }
   }
-  llvm::Type* result = n > 1 ? static_cast<llvm::Type*>(llvm::StructType::get(ctx_, std::vector<llvm::Type*>(n, word))) : word;
+  llvm::Type* result =
+      n > 1 ? static_cast<llvm::Type*>(llvm::StructType::get(ctx_, std::vector<llvm::Type*>(n, word))) : word;
   llvm::Value* out = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
   llvm::Value* v = out;
   if (n > 1) {
@@ -136,7 +136,8 @@ void Lowering::predicated_store(llvm::Value* ptr, llvm::Value* pred, llvm::Value
   Words w = words(v->getType());
   llvm::Type* word = w.type;
   unsigned n = w.count;
-  llvm::Value* as_words = b_.CreateBitCast(v, n > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, n)) : word);
+  llvm::Value* as_words =
+      b_.CreateBitCast(v, n > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, n)) : word);
   // The address $0, the n words $1..$n, the predicate $n+1.
   std::string text = fmt::format("@${} st.global{}.{} [$0], {};", n + 1, vector_suffix(n), w.ptx, operand_list(1, n));
   std::string constraints = "l";
@@ -162,7 +163,8 @@ Regs Lowering::lower_load(const ir::Op& op) {
   const bool other_read = !unread_masked_lanes_.count(&op);
   Regs out;
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
-    llvm::Type* vt = vec > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec))) : et;
+    llvm::Type* vt =
+        vec > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec))) : et;
     const bool one_instruction = mask && predicated_access_ok(vt);
     llvm::Value* fallback = nullptr;
     if (mask && (other_read || !one_instruction)) {
@@ -206,7 +208,8 @@ void Lowering::lower_store(const ir::Op& op) {
     llvm::Value* v;
     if (vec > 1) {
       v = llvm::UndefValue::get(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec)));
-      for (int j = 0; j < vec; ++j) v = b_.CreateInsertElement(v, to_memory(vals[r + static_cast<size_t>(j)]), static_cast<uint64_t>(j));
+      for (int j = 0; j < vec; ++j)
+        v = b_.CreateInsertElement(v, to_memory(vals[r + static_cast<size_t>(j)]), static_cast<uint64_t>(j));
     } else {
       v = to_memory(vals[r]);
     }
@@ -220,7 +223,6 @@ void Lowering::lower_store(const ir::Op& op) {
     });
   }
 }
-
 
 // --- Atomics -----------------------------------------------------------------------------
 // One atomic per element, by the element's owner only (a layout may replicate elements, and
@@ -240,13 +242,20 @@ Regs Lowering::lower_atomic(const ir::Op& op) {
   const std::string kind = cas ? "cas" : op.attr_str("kind");
   using B = llvm::AtomicRMWInst::BinOp;
   B bop = B::Xchg;
-  if (kind == "add") bop = flt ? B::FAdd : B::Add;
-  else if (kind == "max") bop = flt ? B::FMax : uns ? B::UMax : B::Max;
-  else if (kind == "min") bop = flt ? B::FMin : uns ? B::UMin : B::Min;
-  else if (kind == "and") bop = B::And;
-  else if (kind == "or") bop = B::Or;
-  else if (kind == "xor") bop = B::Xor;
-  else if (kind != "xchg" && kind != "cas") unsupported(op, "kind '" + kind + "'");
+  if (kind == "add")
+    bop = flt ? B::FAdd : B::Add;
+  else if (kind == "max")
+    bop = flt ? B::FMax : uns ? B::UMax : B::Max;
+  else if (kind == "min")
+    bop = flt ? B::FMin : uns ? B::UMin : B::Min;
+  else if (kind == "and")
+    bop = B::And;
+  else if (kind == "or")
+    bop = B::Or;
+  else if (kind == "xor")
+    bop = B::Xor;
+  else if (kind != "xchg" && kind != "cas")
+    unsupported(op, "kind '" + kind + "'");
   // Bit-exact exchanges and compare-and-swaps run on integers of the same width.
   llvm::Type* it = b_.getIntNTy(static_cast<unsigned>(mod_->getDataLayout().getTypeSizeInBits(et)));
   auto as_int = [&](llvm::Value* v) { return flt ? b_.CreateBitCast(v, it) : v; };

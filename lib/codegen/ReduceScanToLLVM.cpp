@@ -4,7 +4,8 @@ namespace tiledsl::codegen {
 
 // --- Reductions --------------------------------------------------------------------------
 // Applies the combine region of `op` to one pair of element lists.
-std::vector<llvm::Value*> Lowering::combine(const ir::Op& op, const std::vector<llvm::Value*>& lhs, const std::vector<llvm::Value*>& rhs) {
+std::vector<llvm::Value*> Lowering::combine(const ir::Op& op, const std::vector<llvm::Value*>& lhs,
+                                            const std::vector<llvm::Value*>& rhs) {
   const ir::Block& body = *op.regions[0];
   for (size_t q = 0; q < lhs.size(); ++q) {
     vals_[body.args[q].get()] = {lhs[q]};
@@ -19,13 +20,15 @@ llvm::Value* Lowering::shuffle_xor(llvm::Value* v, int mask) {
   llvm::Type* t = v->getType();
   unsigned bits = static_cast<unsigned>(mod_->getDataLayout().getTypeSizeInBits(t));
   auto shfl = [&](llvm::Value* i32) {
-    return intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {b_.getInt32(0xffffffffu), i32, b_.getInt32(static_cast<uint32_t>(mask)), b_.getInt32(31)});
+    return intrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32,
+                     {b_.getInt32(0xffffffffu), i32, b_.getInt32(static_cast<uint32_t>(mask)), b_.getInt32(31)});
   };
   if (bits == 64) {
     llvm::Value* x = t->isIntegerTy() ? v : b_.CreateBitCast(v, b_.getInt64Ty());
     llvm::Value* lo = shfl(b_.CreateTrunc(x, b_.getInt32Ty()));
     llvm::Value* hi = shfl(b_.CreateTrunc(b_.CreateLShr(x, 32), b_.getInt32Ty()));
-    llvm::Value* r = b_.CreateOr(b_.CreateZExt(lo, b_.getInt64Ty()), b_.CreateShl(b_.CreateZExt(hi, b_.getInt64Ty()), 32));
+    llvm::Value* r =
+        b_.CreateOr(b_.CreateZExt(lo, b_.getInt64Ty()), b_.CreateShl(b_.CreateZExt(hi, b_.getInt64Ty()), 32));
     return t->isIntegerTy() ? r : b_.CreateBitCast(r, t);
   }
   llvm::Type* it = b_.getIntNTy(bits);
@@ -34,7 +37,6 @@ llvm::Value* Lowering::shuffle_xor(llvm::Value* v, int mask) {
   if (bits != 32) r = b_.CreateTrunc(r, it);
   return t->isIntegerTy() ? r : b_.CreateBitCast(r, t);
 }
-
 
 // In-thread, then across lanes with butterfly shuffles, then across warps through shared
 // memory. Elements a layout replicates (tiles smaller than the layout) are combined once.
@@ -93,7 +95,8 @@ void Lowering::lower_reduce(const ir::Op& op) {
       std::vector<llvm::Value*> idx;
       for (size_t d = 0, kd = 0; d < shape.size(); ++d) {
         if (d == axis) continue;
-        idx.push_back(b_.CreateAnd(b_.CreateAdd(thread[d], b_.getInt32(static_cast<uint32_t>(k[kd++]))), static_cast<uint64_t>(shape[d] - 1)));
+        idx.push_back(b_.CreateAnd(b_.CreateAdd(thread[d], b_.getInt32(static_cast<uint32_t>(k[kd++]))),
+                                   static_cast<uint64_t>(shape[d] - 1)));
       }
       slot[k] = b_.CreateMul(linear(idx, out_shape), b_.getInt32(static_cast<uint32_t>(nwarps)));
     }
@@ -105,8 +108,10 @@ void Lowering::lower_reduce(const ir::Op& op) {
       for (int64_t i = 0; i < nwarps; ++i) {
         std::vector<llvm::Value*> part;
         for (size_t q = 0; q < nin; ++q)
-          part.push_back(from_memory(b_.CreateLoad(partials.types[q], partials.at(q, b_.CreateAdd(slot[k], b_.getInt32(static_cast<uint32_t>(i))))),
-                                     op.operands[q]->type));
+          part.push_back(
+              from_memory(b_.CreateLoad(partials.types[q],
+                                        partials.at(q, b_.CreateAdd(slot[k], b_.getInt32(static_cast<uint32_t>(i))))),
+                          op.operands[q]->type));
         total = i == 0 ? part : combine(op, total, part);
       }
       v = total;
@@ -129,7 +134,6 @@ void Lowering::lower_reduce(const ir::Op& op) {
     vals_[op.result(q)] = out;
   }
 }
-
 
 Lowering::InputArrays Lowering::input_arrays(const ir::Op& op, int64_t count) {
   InputArrays a{this, {}, {}, nullptr};
@@ -191,7 +195,9 @@ void Lowering::lower_scan(const ir::Op& op) {
   llvm::Value* o = b_.CreateUDiv(line, b_.getInt32(static_cast<uint32_t>(inner)));
   llvm::Value* i = b_.CreateURem(line, b_.getInt32(static_cast<uint32_t>(inner)));
   llvm::Value* start = b_.CreateAdd(b_.CreateMul(o, b_.getInt32(static_cast<uint32_t>(len * inner))), i);
-  auto element = [&](llvm::Value* k) { return b_.CreateAdd(start, b_.CreateMul(k, b_.getInt32(static_cast<uint32_t>(inner)))); };
+  auto element = [&](llvm::Value* k) {
+    return b_.CreateAdd(start, b_.CreateMul(k, b_.getInt32(static_cast<uint32_t>(inner))));
+  };
   auto position = [&](llvm::Value* step) {
     return reverse ? b_.CreateSub(b_.getInt32(static_cast<uint32_t>(len - 1)), step) : step;
   };
@@ -216,7 +222,8 @@ void Lowering::lower_scan(const ir::Op& op) {
   b_.SetInsertPoint(step_body);
   llvm::Value* at = element(position(step));
   std::vector<llvm::Value*> cur;
-  for (size_t q = 0; q < nin; ++q) cur.push_back(from_memory(b_.CreateLoad(types[q], addr(q, at)), op.operands[q]->type));
+  for (size_t q = 0; q < nin; ++q)
+    cur.push_back(from_memory(b_.CreateLoad(types[q], addr(q, at)), op.operands[q]->type));
   std::vector<llvm::Value*> next = combine(op, carry_vals, cur);
   for (size_t q = 0; q < nin; ++q) b_.CreateStore(to_memory(next[q]), addr(q, at));
   llvm::BasicBlock* step_end = b_.GetInsertBlock();

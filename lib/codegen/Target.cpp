@@ -1,7 +1,9 @@
 // The NVPTX end of code generation: libdevice linking, the target machine, O3, verification
 // and PTX emission. LLVM reports problems through return values here; they become
 // tiledsl::Error in our frames only.
+#include <fmt/format.h>
 #include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
@@ -12,21 +14,18 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
-
-#include <llvm/Config/llvm-config.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
-#include <fmt/format.h>
 #include <mutex>
 
 #include "codegen/Codegen.h"
-#include "support/Env.h"
 #include "codegen/Lower.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
+#include "support/Env.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::codegen {
@@ -88,7 +87,8 @@ void link_libdevice(llvm::Module& m) {
     throw Error("codegen: linking libdevice failed");
   // Only the kernel is visible: O3 inlines and drops the rest.
   for (llvm::Function& fn : m.functions())
-    if (!fn.isDeclaration() && fn.getCallingConv() != llvm::CallingConv::PTX_Kernel && fn.getName().starts_with("__nv_"))
+    if (!fn.isDeclaration() && fn.getCallingConv() != llvm::CallingConv::PTX_Kernel &&
+        fn.getName().starts_with("__nv_"))
       fn.setLinkage(llvm::GlobalValue::InternalLinkage);
   m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
 }
@@ -98,8 +98,10 @@ std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ct
   // Checked before lowering, which would take long over tiles this large for nothing.
   int64_t smem = dynamic_shared_bytes(f), limit = max_shared_bytes(opts.arch);
   if (smem > limit)
-    throw Error(fmt::format("codegen: kernel '{}' needs {} bytes of shared memory; {} gives a program at most {} "
-                            "(use smaller tiles)", f.name, smem, opts.arch, limit));
+    throw Error(
+        fmt::format("codegen: kernel '{}' needs {} bytes of shared memory; {} gives a program at most {} "
+                    "(use smaller tiles)",
+                    f.name, smem, opts.arch, limit));
   auto m = lower_to_llvm(f, ctx, opts);
   m->setTargetTriple(kTriple);
   m->setDataLayout(tm.createDataLayout());

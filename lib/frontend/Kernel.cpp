@@ -1,10 +1,12 @@
 // Kernel definition, argument checking, specialisation, the trace cache and dispatch to the
 // backend.
+#include "tiledsl/kernel.h"
+
 #include <fmt/format.h>
 
 #include <atomic>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,14 +15,13 @@
 #include <set>
 
 #include "frontend/Trace.h"
-#include "support/Env.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "runtime/Backend.h"
 #include "runtime/Interpreter.h"
 #include "runtime/cuda/Launcher.h"
+#include "support/Env.h"
 #include "support/Error.h"
-#include "tiledsl/kernel.h"
 
 namespace tiledsl {
 
@@ -54,20 +55,28 @@ std::string where(const SourceLoc& loc) { return frontend::to_location(loc).str(
 
 const char* kind_name(ParamKind k) {
   switch (k) {
-    case ParamKind::pointer: return "tl::Ptr";
-    case ParamKind::i32: return "tl::Int (i32)";
-    case ParamKind::i64: return "tl::Int64 (i64)";
-    case ParamKind::f32: return "tl::Float (f32)";
-    case ParamKind::constexpr_: return "tl::Constexpr";
+    case ParamKind::pointer:
+      return "tl::Ptr";
+    case ParamKind::i32:
+      return "tl::Int (i32)";
+    case ParamKind::i64:
+      return "tl::Int64 (i64)";
+    case ParamKind::f32:
+      return "tl::Float (f32)";
+    case ParamKind::constexpr_:
+      return "tl::Constexpr";
   }
   return "?";
 }
 
 std::string arg_desc(const LaunchArg& a) {
   switch (a.kind) {
-    case LaunchArg::tensor: return a.t->defined() ? fmt::format("a tensor of {}", name(a.t->dtype())) : "an empty tensor";
-    case LaunchArg::integer: return fmt::format("the integer {}", a.i);
-    default: return fmt::format("the float {}", a.f);
+    case LaunchArg::tensor:
+      return a.t->defined() ? fmt::format("a tensor of {}", name(a.t->dtype())) : "an empty tensor";
+    case LaunchArg::integer:
+      return fmt::format("the integer {}", a.i);
+    default:
+      return fmt::format("the float {}", a.f);
   }
 }
 
@@ -89,18 +98,23 @@ Device check_args(const KernelImpl& k, std::span<const LaunchArg> args, const So
       case ParamKind::pointer:
         if (a.kind != LaunchArg::tensor || !a.t->defined() || a.t->dtype() != p.dtype)
           bad(fmt::format("a tensor of {} (tl::Ptr<{}>)", name(p.dtype), name(p.dtype)));
-        if (first_tensor < 0) first_tensor = static_cast<int>(i);
+        if (first_tensor < 0)
+          first_tensor = static_cast<int>(i);
         else if (a.t->device() != args[static_cast<size_t>(first_tensor)].t->device())
-          user_error(where(loc), k.name, "launch", "argument {} ('{}') is on {} but argument {} ('{}') is on {}; all "
-                     "tensors of a launch must be on one device", i + 1, k.params[i], name(a.t->device()),
-                     first_tensor + 1, k.params[static_cast<size_t>(first_tensor)],
+          user_error(where(loc), k.name, "launch",
+                     "argument {} ('{}') is on {} but argument {} ('{}') is on {}; all "
+                     "tensors of a launch must be on one device",
+                     i + 1, k.params[i], name(a.t->device()), first_tensor + 1,
+                     k.params[static_cast<size_t>(first_tensor)],
                      name(args[static_cast<size_t>(first_tensor)].t->device()));
         break;
       case ParamKind::i32:
         if (a.kind != LaunchArg::integer) bad(kind_name(p.kind));
         if (a.i < INT32_MIN || a.i > INT32_MAX)
-          user_error(where(loc), k.name, "launch", "argument {} ('{}') is a tl::Int (i32) but got {}, which does not fit "
-                     "in 32 bits; declare the parameter tl::Int64", i + 1, k.params[i], arg_desc(a));
+          user_error(where(loc), k.name, "launch",
+                     "argument {} ('{}') is a tl::Int (i32) but got {}, which does not fit "
+                     "in 32 bits; declare the parameter tl::Int64",
+                     i + 1, k.params[i], arg_desc(a));
         break;
       case ParamKind::i64:
       case ParamKind::constexpr_:
@@ -121,19 +135,29 @@ void spec_key(const KernelImpl& k, std::span<const LaunchArg> args, std::vector<
   key.clear();
   for (size_t i = 0; i < args.size(); ++i) {
     switch (k.specs[i].kind) {
-      case ParamKind::pointer: key.push_back(reinterpret_cast<uintptr_t>(args[i].t->data_ptr()) % 16 == 0); break;
+      case ParamKind::pointer:
+        key.push_back(reinterpret_cast<uintptr_t>(args[i].t->data_ptr()) % 16 == 0);
+        break;
       case ParamKind::i32:
-      case ParamKind::i64: key.push_back(args[i].i == 1 ? 1 : args[i].i % 16 == 0 ? 2 : 0); break;
-      case ParamKind::f32: key.push_back(0); break;
-      case ParamKind::constexpr_: key.push_back(args[i].i); break;
+      case ParamKind::i64:
+        key.push_back(args[i].i == 1 ? 1 : args[i].i % 16 == 0 ? 2 : 0);
+        break;
+      case ParamKind::f32:
+        key.push_back(0);
+        break;
+      case ParamKind::constexpr_:
+        key.push_back(args[i].i);
+        break;
     }
   }
 }
 
 ir::Type param_type(const ParamSpec& p) {
   switch (p.kind) {
-    case ParamKind::pointer: return ir::Type::pointer(ir::Type::scalar(p.dtype));
-    default: return ir::Type::scalar(p.dtype);
+    case ParamKind::pointer:
+      return ir::Type::pointer(ir::Type::scalar(p.dtype));
+    default:
+      return ir::Type::scalar(p.dtype);
   }
 }
 
@@ -239,14 +263,18 @@ void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions
   for (size_t i = 0; i < args.size(); ++i) {
     uint64_t bits = 0;
     switch (k.specs[i].kind) {
-      case ParamKind::constexpr_: continue;
-      case ParamKind::pointer: bits = reinterpret_cast<uintptr_t>(args[i].t->data_ptr()); break;
+      case ParamKind::constexpr_:
+        continue;
+      case ParamKind::pointer:
+        bits = reinterpret_cast<uintptr_t>(args[i].t->data_ptr());
+        break;
       case ParamKind::f32: {
         float f = static_cast<float>(args[i].kind == LaunchArg::floating ? args[i].f : static_cast<double>(args[i].i));
         std::memcpy(&bits, &f, 4);
         break;
       }
-      default: bits = static_cast<uint64_t>(args[i].i);
+      default:
+        bits = static_cast<uint64_t>(args[i].i);
     }
     packed[n++] = {bits};
   }
@@ -255,9 +283,7 @@ void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions
 }  // namespace
 
 bool default_fp_fusion() {
-  static const bool on = [] {
-    return env::flag(env::Var::TILEDSL_DEFAULT_FP_FUSION, true);
-  }();
+  static const bool on = [] { return env::flag(env::Var::TILEDSL_DEFAULT_FP_FUSION, true); }();
   return on;
 }
 
@@ -285,13 +311,16 @@ Kernel::Kernel(std::string name, std::vector<std::string> params, std::vector<Pa
     user_error(impl_->def_loc, impl_->name, "kernel", "{} parameter names ({}) for a lambda of {} parameters",
                impl_->params.size(), fmt::join(impl_->params, ", "), impl_->specs.size());
   if (!ir::is_identifier(impl_->name))
-    user_error(impl_->def_loc, "", "kernel", "kernel name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most "
-               "200 characters): it names the GPU function", impl_->name);
+    user_error(impl_->def_loc, "", "kernel",
+               "kernel name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most "
+               "200 characters): it names the GPU function",
+               impl_->name);
   std::set<std::string> seen;
   for (const auto& p : impl_->params) {
     if (!ir::is_identifier(p))
       user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' is not an identifier", p);
-    if (!seen.insert(p).second) user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' appears twice", p);
+    if (!seen.insert(p).second)
+      user_error(impl_->def_loc, impl_->name, "kernel", "parameter name '{}' appears twice", p);
   }
 }
 
@@ -299,7 +328,8 @@ namespace {
 // What launching, preparing, compiling or printing a kernel checks before its arguments.
 void check_call(const KernelImpl& k, const LaunchOptions* o, const SourceLoc& loc, const char* what) {
   if (frontend::tracing())
-    user_error(where(loc), k.name, what, "called inside a kernel body while it is traced; kernels cannot launch "
+    user_error(where(loc), k.name, what,
+               "called inside a kernel body while it is traced; kernels cannot launch "
                "kernels (call a C++ function that builds the tiles instead)");
   if (!o) return;
   if (o->num_warps <= 0 || (o->num_warps & (o->num_warps - 1)) != 0 || o->num_warps > ir::kMaxNumWarps)
@@ -324,8 +354,8 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
   Device device = check_args(k, args, g.loc());
   Dim3 d = g.resolve(Meta(k, args, g.loc()));
   if (d.x <= 0 || d.y <= 0 || d.z <= 0)
-    user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) has a dimension below 1; every dimension must be at least 1",
-               d.x, d.y, d.z);
+    user_error(where(g.loc()), k.name, "launch",
+               "grid ({}, {}, {}) has a dimension below 1; every dimension must be at least 1", d.x, d.y, d.z);
   int64_t programs = 0;
   if (__builtin_mul_overflow(d.x, d.y, &programs) || __builtin_mul_overflow(programs, d.z, &programs))
     user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) has more than 2^63 programs", d.x, d.y, d.z);
@@ -341,7 +371,8 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
     a.kind = runtime::InterpArg::integer;
     a.name = k.params[i];
     switch (k.specs[i].kind) {
-      case ParamKind::constexpr_: continue;
+      case ParamKind::constexpr_:
+        continue;
       case ParamKind::pointer:
         a.kind = runtime::InterpArg::pointer;
         a.base = args[i].t->data_ptr();
@@ -351,14 +382,16 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
         a.kind = runtime::InterpArg::floating;
         a.f = args[i].kind == LaunchArg::floating ? args[i].f : static_cast<double>(args[i].i);
         break;
-      default: a.i = args[i].i;
+      default:
+        a.i = args[i].i;
     }
     iargs.push_back(std::move(a));
   }
   try {
     runtime::interpret(*spec->fn, iargs, {d.x, d.y, d.z}, runtime::default_interpreter_threads());
   } catch (const std::bad_alloc&) {
-    user_error(where(g.loc()), k.name, "launch", "the interpreter ran out of host memory for the kernel's tiles "
+    user_error(where(g.loc()), k.name, "launch",
+               "the interpreter ran out of host memory for the kernel's tiles "
                "(each value of a program is held whole; use smaller tiles)");
   }
 }
@@ -380,8 +413,7 @@ CompiledKernel Kernel::compile_for(const LaunchOptions& o, std::span<const Launc
   c.num_stages = o.num_stages;
   c.enable_fp_fusion = o.enable_fp_fusion;
   c.traced_ir = ir::print(f);
-  runtime::GpuBinary bin =
-      runtime::compile_for_gpu(f, code_options(o), c.arch, /*keep_stages=*/true);
+  runtime::GpuBinary bin = runtime::compile_for_gpu(f, code_options(o), c.arch, /*keep_stages=*/true);
   c.ir_after_pass = std::move(bin.ir_after_pass);
   c.llvm_ir = std::move(bin.llvm_ir);
   c.ptx = bin.ptx;

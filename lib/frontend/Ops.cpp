@@ -21,7 +21,8 @@ ir::Location to_location(const std::source_location& loc) {
 
 ir::Builder& builder(const std::source_location& loc) {
   if (!active)
-    user_error(to_location(loc).str(), "", "", "tiledsl ops can only be called inside a kernel body while it is traced");
+    user_error(to_location(loc).str(), "", "",
+               "tiledsl ops can only be called inside a kernel body while it is traced");
   return *active;
 }
 
@@ -46,8 +47,10 @@ void Handle::link() {
 }
 
 void Handle::unlink() {
-  if (prev_) prev_->next_ = next_;
-  else HandleAccess::head = next_;
+  if (prev_)
+    prev_->next_ = next_;
+  else
+    HandleAccess::head = next_;
   if (next_) next_->prev_ = prev_;
 }
 
@@ -89,37 +92,63 @@ using ir::OpKind;
 namespace {
 OpKind bin_kind(BinOp op) {
   switch (op) {
-    case BinOp::add: return OpKind::Add;
-    case BinOp::sub: return OpKind::Sub;
-    case BinOp::mul: return OpKind::Mul;
-    case BinOp::div: return OpKind::Div;
-    case BinOp::rem: return OpKind::Rem;
-    case BinOp::max: return OpKind::Max;
-    case BinOp::min: return OpKind::Min;
-    case BinOp::band: return OpKind::And;
-    case BinOp::bor: return OpKind::Or;
-    case BinOp::bxor: return OpKind::Xor;
-    case BinOp::shl: return OpKind::Shl;
-    case BinOp::shr: return OpKind::Shr;
+    case BinOp::add:
+      return OpKind::Add;
+    case BinOp::sub:
+      return OpKind::Sub;
+    case BinOp::mul:
+      return OpKind::Mul;
+    case BinOp::div:
+      return OpKind::Div;
+    case BinOp::rem:
+      return OpKind::Rem;
+    case BinOp::max:
+      return OpKind::Max;
+    case BinOp::min:
+      return OpKind::Min;
+    case BinOp::band:
+      return OpKind::And;
+    case BinOp::bor:
+      return OpKind::Or;
+    case BinOp::bxor:
+      return OpKind::Xor;
+    case BinOp::shl:
+      return OpKind::Shl;
+    case BinOp::shr:
+      return OpKind::Shr;
   }
   return OpKind::Add;
 }
 OpKind un_kind(UnOp op) {
   switch (op) {
-    case UnOp::neg: return OpKind::Neg;
-    case UnOp::bnot: return OpKind::Not;
-    case UnOp::exp: return OpKind::Exp;
-    case UnOp::exp2: return OpKind::Exp2;
-    case UnOp::log: return OpKind::Log;
-    case UnOp::log2: return OpKind::Log2;
-    case UnOp::sqrt: return OpKind::Sqrt;
-    case UnOp::rsqrt: return OpKind::Rsqrt;
-    case UnOp::sin: return OpKind::Sin;
-    case UnOp::cos: return OpKind::Cos;
-    case UnOp::floor: return OpKind::Floor;
-    case UnOp::ceil: return OpKind::Ceil;
-    case UnOp::erf: return OpKind::Erf;
-    case UnOp::abs: return OpKind::Abs;
+    case UnOp::neg:
+      return OpKind::Neg;
+    case UnOp::bnot:
+      return OpKind::Not;
+    case UnOp::exp:
+      return OpKind::Exp;
+    case UnOp::exp2:
+      return OpKind::Exp2;
+    case UnOp::log:
+      return OpKind::Log;
+    case UnOp::log2:
+      return OpKind::Log2;
+    case UnOp::sqrt:
+      return OpKind::Sqrt;
+    case UnOp::rsqrt:
+      return OpKind::Rsqrt;
+    case UnOp::sin:
+      return OpKind::Sin;
+    case UnOp::cos:
+      return OpKind::Cos;
+    case UnOp::floor:
+      return OpKind::Floor;
+    case UnOp::ceil:
+      return OpKind::Ceil;
+    case UnOp::erf:
+      return OpKind::Erf;
+    case UnOp::abs:
+      return OpKind::Abs;
   }
   return OpKind::Neg;
 }
@@ -165,7 +194,9 @@ V bitcast(V a, DType t, const SourceLoc& loc) { return B.bitcast(a, t, L); }
 V program_id(int axis, const SourceLoc& loc) { return B.program_id(axis, L); }
 V num_programs(int axis, const SourceLoc& loc) { return B.num_programs(axis, L); }
 V arange(int64_t start, int64_t end, const SourceLoc& loc) { return B.arange(start, end, L); }
-V full(const std::vector<int64_t>& shape, V scalar, const SourceLoc& loc, const char* op) { return B.full(shape, scalar, L, op); }
+V full(const std::vector<int64_t>& shape, V scalar, const SourceLoc& loc, const char* op) {
+  return B.full(shape, scalar, L, op);
+}
 V broadcast_to(V v, const std::vector<int64_t>& shape, const SourceLoc& loc) { return B.broadcast_to(v, shape, L); }
 V expand_dims(V v, int axis, const SourceLoc& loc) { return B.expand_dims(v, axis, L); }
 V reshape(V v, const std::vector<int64_t>& shape, const SourceLoc& loc) { return B.reshape(v, shape, L); }
@@ -177,7 +208,9 @@ void store(V p, V v, V mask, const SourceLoc& loc) { B.store(p, v, mask, L); }
 V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc) { return B.atomic_rmw(kind, p, v, mask, L); }
 V atomic_cas(V p, V cmp, V v, const SourceLoc& loc) { return B.atomic_cas(p, cmp, v, L); }
 V dot(V a, V b, V acc, const SourceLoc& loc) { return B.dot(a, b, acc, L); }
-V multiple_of(V v, const std::vector<int64_t>& values, const SourceLoc& loc) { return B.hint(OpKind::MultipleOf, v, values, L); }
+V multiple_of(V v, const std::vector<int64_t>& values, const SourceLoc& loc) {
+  return B.hint(OpKind::MultipleOf, v, values, L);
+}
 V max_contiguous(V v, const std::vector<int64_t>& values, const SourceLoc& loc) {
   return B.hint(OpKind::MaxContiguous, v, values, L);
 }
@@ -212,7 +245,8 @@ std::vector<V> combine_region(ir::Builder& b, ir::Op* op, size_t n, const Combin
 }
 }  // namespace
 
-std::vector<V> reduce(const std::vector<V>& in, int axis, const Combine& combine, const SourceLoc& loc, const char* name) {
+std::vector<V> reduce(const std::vector<V>& in, int axis, const Combine& combine, const SourceLoc& loc,
+                      const char* name) {
   ir::Op* op = B.begin_reduce(in, axis, L, name);
   return combine_region(B, op, in.size(), combine, loc);
 }
@@ -230,19 +264,22 @@ Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc) {
   const char* name = is_max ? "argmax" : "argmin";
   if (rank == 0) b.fail(L, name, fmt::format("needs a tile, got the scalar {}", x->type.str()));
   if (axis < -rank || axis >= rank)
-    b.fail(L, name, fmt::format("axis {} is out of range for a tile of shape {} (rank {})", axis,
-                                ir::shape_str(shape), rank));
+    b.fail(L, name,
+           fmt::format("axis {} is out of range for a tile of shape {} (rank {})", axis, ir::shape_str(shape), rank));
   if (axis < 0) axis += rank;
   V idx = b.arange(0, shape[static_cast<size_t>(axis)], L);
   for (int d = 0; d < rank; ++d)
     if (d != axis) idx = b.expand_dims(idx, d, L);
   idx = b.broadcast_to(idx, shape, L);
-  auto res = reduce({x, idx}, axis, [&](std::span<V const> l, std::span<V const> r) {
-    V better = b.compare(is_max ? "gt" : "lt", l[0], r[0], L);
-    V tie = b.binary(OpKind::And, b.compare("eq", l[0], r[0], L), b.compare("lt", l[1], r[1], L), L);
-    V pick = b.binary(OpKind::Or, better, tie, L);
-    return std::vector<V>{b.select(pick, l[0], r[0], L), b.select(pick, l[1], r[1], L)};
-  }, loc, name);
+  auto res = reduce(
+      {x, idx}, axis,
+      [&](std::span<V const> l, std::span<V const> r) {
+        V better = b.compare(is_max ? "gt" : "lt", l[0], r[0], L);
+        V tie = b.binary(OpKind::And, b.compare("eq", l[0], r[0], L), b.compare("lt", l[1], r[1], L), L);
+        V pick = b.binary(OpKind::Or, better, tie, L);
+        return std::vector<V>{b.select(pick, l[0], r[0], L), b.select(pick, l[1], r[1], L)};
+      },
+      loc, name);
   return Tile<int32_t>(res[1]);
 }
 
@@ -278,9 +315,10 @@ void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const Sour
     for (size_t i = 0; i < carried.size(); ++i) {
       V y = carried[i].first->value();
       if (y->type != inits[i]->type)
-        b.fail(L, "range", fmt::format("a variable assigned in the loop body changes type from {} to {}; "
-                                       "loop-carried variables must keep their element type and shape",
-                                       inits[i]->type.str(), y->type.str()));
+        b.fail(L, "range",
+               fmt::format("a variable assigned in the loop body changes type from {} to {}; "
+                           "loop-carried variables must keep their element type and shape",
+                           inits[i]->type.str(), y->type.str()));
       yields.push_back(y);
     }
     b.yield(yields, L);
@@ -306,9 +344,10 @@ void if_else(V cond, const std::function<void()>& then_fn, const std::function<v
     if (then_vals[i] != before[i].second || else_vals[i] != before[i].second) {
       for (V v : {then_vals[i], else_vals[i]})
         if (v->type != before[i].second->type)
-          b.fail(L, "if_", fmt::format("a variable assigned in a branch changes type from {} to {}; variables "
-                                       "assigned under if_ must keep their element type and shape",
-                                       before[i].second->type.str(), v->type.str()));
+          b.fail(L, "if_",
+                 fmt::format("a variable assigned in a branch changes type from {} to {}; variables "
+                             "assigned under if_ must keep their element type and shape",
+                             before[i].second->type.str(), v->type.str()));
       changed.push_back(i);
     }
   std::vector<V> ty, ey;
@@ -328,9 +367,10 @@ void check_block_ptr(size_t rank, size_t strides, size_t offsets, const std::vec
                      const std::vector<int64_t>& order, const SourceLoc& loc) {
   auto& b = B;
   if (strides != rank || offsets != rank || block_shape.size() != rank || order.size() != rank)
-    b.fail(L, "make_block_ptr", fmt::format("shape, strides, offsets, block_shape and order need one entry per "
-                                            "dimension; got {}, {}, {}, {} and {}", rank, strides, offsets,
-                                            block_shape.size(), order.size()));
+    b.fail(L, "make_block_ptr",
+           fmt::format("shape, strides, offsets, block_shape and order need one entry per "
+                       "dimension; got {}, {}, {}, {} and {}",
+                       rank, strides, offsets, block_shape.size(), order.size()));
   std::vector<int64_t> sorted = order;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i)
@@ -338,7 +378,8 @@ void check_block_ptr(size_t rank, size_t strides, size_t offsets, const std::vec
       b.fail(L, "make_block_ptr", fmt::format("order {} is not a permutation of the dimensions", ir::shape_str(order)));
 }
 
-std::pair<V, V> block_ptr_addresses(V base, const std::vector<Tile<int64_t>>& shape, const std::vector<Tile<int64_t>>& strides,
+std::pair<V, V> block_ptr_addresses(V base, const std::vector<Tile<int64_t>>& shape,
+                                    const std::vector<Tile<int64_t>>& strides,
                                     const std::vector<Tile<int64_t>>& offsets, const std::vector<int64_t>& block_shape,
                                     const std::vector<int>& checked, const SourceLoc& loc) {
   auto& b = B;
@@ -384,7 +425,8 @@ ir::Value* uniform(ir::Value* r, const SourceLoc& loc) {
   ir::Value* x = b.bitcast(r, DType::i32, l);
   ir::Value* zero = b.constant_int(0, DType::i32, l);
   ir::Value* one = b.constant_int(1, DType::i32, l);
-  ir::Value* folded = b.select(b.compare("lt", x, zero, l), b.binary(ir::OpKind::Sub, b.unary(ir::OpKind::Neg, x, l), one, l), x, l);
+  ir::Value* folded =
+      b.select(b.compare("lt", x, zero, l), b.binary(ir::OpKind::Sub, b.unary(ir::OpKind::Neg, x, l), one, l), x, l);
   return b.binary(ir::OpKind::Mul, b.cast(folded, DType::f32, l), b.constant(4.6566127342e-10, DType::f32, l), l);
 }
 }  // namespace
@@ -401,7 +443,8 @@ Tile<float> randn(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc lo
   using ir::OpKind;
   ir::Value* u1 = b.binary(OpKind::Max, uniform(r[0].value(), loc), b.constant(1.0e-7, DType::f32, l), l);
   ir::Value* u2 = uniform(r[1].value(), loc);
-  ir::Value* radius = b.unary(OpKind::Sqrt, b.binary(OpKind::Mul, b.unary(OpKind::Log, u1, l), b.constant(-2.0, DType::f32, l), l), l);
+  ir::Value* radius =
+      b.unary(OpKind::Sqrt, b.binary(OpKind::Mul, b.unary(OpKind::Log, u1, l), b.constant(-2.0, DType::f32, l), l), l);
   ir::Value* theta = b.binary(OpKind::Mul, u2, b.constant(6.283185307179586, DType::f32, l), l);
   return Tile<float>(b.binary(OpKind::Mul, radius, b.unary(OpKind::Cos, theta, l), l));
 }

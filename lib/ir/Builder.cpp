@@ -13,8 +13,9 @@ bool is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 Type scalar(DType t) { return Type::scalar(t); }
 const std::vector<int64_t>& shape_of(Value* v) { return v->type.shape(); }
 std::string ty(Value* v) { return v->type.str(); }
-const char* kFp8Arith = "fp8 tiles can be loaded, stored, converted and selected; convert them first "
-                        "(x.to<float>() or x.to<tl::f16>()) to compute with them";
+const char* kFp8Arith =
+    "fp8 tiles can be loaded, stored, converted and selected; convert them first "
+    "(x.to<float>() or x.to<tl::f16>()) to compute with them";
 }  // namespace
 
 Op* Builder::create(OpKind k, std::vector<Value*> operands, const std::vector<Type>& results, Attrs attrs,
@@ -39,8 +40,10 @@ void Builder::fail(const Location& loc, const std::string& op, const std::string
 void Builder::check_pow2_shape(const std::vector<int64_t>& shape, const Location& loc, const std::string& op) const {
   for (int64_t d : shape)
     if (!is_pow2(d))
-      fail(loc, op, fmt::format("shape {} has a dimension ({}) that is not a power of two; tile dimensions "
-                                "must be powers of two (mask the extra elements instead)", shape_str(shape), d));
+      fail(loc, op,
+           fmt::format("shape {} has a dimension ({}) that is not a power of two; tile dimensions "
+                       "must be powers of two (mask the extra elements instead)",
+                       shape_str(shape), d));
 }
 
 Value* Builder::constant(double v, DType t, const Location& loc) {
@@ -68,11 +71,10 @@ Value* Builder::num_programs(int axis, const Location& loc) {
 Value* Builder::arange(int64_t start, int64_t end, const Location& loc) {
   if (end <= start) fail(loc, "arange", fmt::format("end ({}) must be greater than start ({})", end, start));
   if (!is_pow2(end - start))
-    fail(loc, "arange", fmt::format("range [{}, {}) has {} elements; tiles need a power-of-two size",
-                                    start, end, end - start));
+    fail(loc, "arange",
+         fmt::format("range [{}, {}) has {} elements; tiles need a power-of-two size", start, end, end - start));
   if (start < INT32_MIN || end > INT32_MAX) fail(loc, "arange", "bounds must fit in i32");
-  return make(OpKind::Arange, {}, Type::tile({end - start}, scalar(DType::i32)),
-              {{"start", start}, {"end", end}}, loc);
+  return make(OpKind::Arange, {}, Type::tile({end - start}, scalar(DType::i32)), {{"start", start}, {"end", end}}, loc);
 }
 
 Value* Builder::full(const std::vector<int64_t>& shape, Value* v, const Location& loc, const char* op) {
@@ -96,8 +98,9 @@ std::vector<int64_t> Builder::broadcast_shape(const std::vector<int64_t>& a, con
     int64_t da = i + a.size() >= n ? a[i + a.size() - n] : 1;
     int64_t db = i + b.size() >= n ? b[i + b.size() - n] : 1;
     if (da != db && da != 1 && db != 1)
-      fail(loc, op, fmt::format("cannot broadcast shapes {} and {} (dimension {}: {} vs {})", shape_str(a),
-                                shape_str(b), i, da, db));
+      fail(loc, op,
+           fmt::format("cannot broadcast shapes {} and {} (dimension {}: {} vs {})", shape_str(a), shape_str(b), i, da,
+                       db));
     out[i] = std::max(da, db);
   }
   return out;
@@ -137,8 +140,9 @@ Value* Builder::reshape(Value* v, const std::vector<int64_t>& shape, const Locat
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (n != v->type.numel())
-    fail(loc, "reshape", fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", shape_str(shape_of(v)),
-                                     v->type.numel(), shape_str(shape), n));
+    fail(loc, "reshape",
+         fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", shape_str(shape_of(v)), v->type.numel(),
+                     shape_str(shape), n));
   check_pow2_shape(shape, loc, "reshape");
   if (!v->type.is_tile()) return splat(v, shape, loc);
   if (shape == shape_of(v)) return v;
@@ -154,8 +158,9 @@ Value* Builder::trans(Value* v, std::vector<int64_t> perm, const Location& loc) 
   std::vector<int64_t> iota(shape.size());
   std::iota(iota.begin(), iota.end(), 0);
   if (sorted != iota)
-    fail(loc, "trans", fmt::format("{} is not a permutation of the {} dimensions of shape {}", shape_str(perm),
-                                   shape.size(), shape_str(shape)));
+    fail(loc, "trans",
+         fmt::format("{} is not a permutation of the {} dimensions of shape {}", shape_str(perm), shape.size(),
+                     shape_str(shape)));
   std::vector<int64_t> out;
   for (int64_t p : perm) out.push_back(shape[static_cast<size_t>(p)]);
   return make(OpKind::Trans, {v}, v->type.with_shape(out), {{"perm", perm}}, loc);
@@ -202,8 +207,9 @@ Value* Builder::binary(OpKind k, Value* a, Value* b, const Location& loc) {
   if (pa || pb) {
     if (k == OpKind::Add && !(pa && pb)) return pa ? addptr(a, b, loc) : addptr(b, a, loc);
     if (k == OpKind::Sub && pa && !pb) return addptr(a, unary(OpKind::Neg, b, loc), loc);
-    fail(loc, op, fmt::format("unsupported on pointers ({} and {}); only pointer + integer and pointer - integer are",
-                              ty(a), ty(b)));
+    fail(loc, op,
+         fmt::format("unsupported on pointers ({} and {}); only pointer + integer and pointer - integer are", ty(a),
+                     ty(b)));
   }
   DType t = tiledsl::promote(a->type.dtype(), b->type.dtype());
   if (is_fp8(t)) fail(loc, op, fmt::format("got {} and {}: {}", ty(a), ty(b), kFp8Arith));
@@ -254,7 +260,8 @@ Value* Builder::select(Value* c, Value* a, Value* b, const Location& loc) {
 
 Value* Builder::fma(Value* a, Value* b, Value* c, const Location& loc) {
   DType t = tiledsl::promote(tiledsl::promote(a->type.dtype(), b->type.dtype()), c->type.dtype());
-  if (!is_float(t)) fail(loc, "fma", fmt::format("needs floating-point operands, got {}, {} and {}", ty(a), ty(b), ty(c)));
+  if (!is_float(t))
+    fail(loc, "fma", fmt::format("needs floating-point operands, got {}, {} and {}", ty(a), ty(b), ty(c)));
   if (is_fp8(t)) fail(loc, "fma", fmt::format("got {}, {} and {}: {}", ty(a), ty(b), ty(c), kFp8Arith));
   auto shape = broadcast_shape(broadcast_shape(shape_of(a), shape_of(b), loc, "fma"), shape_of(c), loc, "fma");
   a = broadcast_to(cast(a, t, loc), shape, loc);
@@ -283,7 +290,8 @@ Value* conform_mask(Builder& b, Value* mask, Value* ptr, const Location& loc, co
 }  // namespace
 
 Value* Builder::load(Value* ptr, Value* mask, Value* other, const Location& loc) {
-  if (!ptr->type.element().is_pointer()) fail(loc, "load", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
+  if (!ptr->type.element().is_pointer())
+    fail(loc, "load", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
   if (other && !mask) fail(loc, "load", "'other' needs a mask: it is the value of the masked-off elements");
   mask = conform_mask(*this, mask, ptr, loc, "load");
   DType elem = ptr->type.pointee().dtype();
@@ -291,7 +299,8 @@ Value* Builder::load(Value* ptr, Value* mask, Value* other, const Location& loc)
   std::vector<Value*> operands{ptr};
   if (mask) operands.push_back(mask);
   if (other) {
-    if (other->type.element().is_pointer()) fail(loc, "load", fmt::format("'other' must be a number, got {}", ty(other)));
+    if (other->type.element().is_pointer())
+      fail(loc, "load", fmt::format("'other' must be a number, got {}", ty(other)));
     other = broadcast_to(cast(other, elem, loc), shape_of(ptr), loc, "load");
     operands.push_back(other);
   }
@@ -299,7 +308,8 @@ Value* Builder::load(Value* ptr, Value* mask, Value* other, const Location& loc)
 }
 
 void Builder::store(Value* ptr, Value* v, Value* mask, const Location& loc) {
-  if (!ptr->type.element().is_pointer()) fail(loc, "store", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
+  if (!ptr->type.element().is_pointer())
+    fail(loc, "store", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
   if (v->type.element().is_pointer()) fail(loc, "store", fmt::format("cannot store pointers ({})", ty(v)));
   mask = conform_mask(*this, mask, ptr, loc, "store");
   const auto &vs = shape_of(v), &ps = shape_of(ptr);
@@ -307,8 +317,9 @@ void Builder::store(Value* ptr, Value* v, Value* mask, const Location& loc) {
   for (size_t i = 0; fits && i < vs.size(); ++i)
     fits = vs[vs.size() - 1 - i] == ps[ps.size() - 1 - i] || vs[vs.size() - 1 - i] == 1;
   if (!fits)
-    fail(loc, "store", fmt::format("value has shape {} but pointer tile has shape {}", shape_str(shape_of(v)),
-                                   shape_str(shape_of(ptr))));
+    fail(loc, "store",
+         fmt::format("value has shape {} but pointer tile has shape {}", shape_str(shape_of(v)),
+                     shape_str(shape_of(ptr))));
   v = broadcast_to(cast(v, ptr->type.pointee().dtype(), loc), shape_of(ptr), loc, "store");
   std::vector<Value*> operands{ptr, v};
   if (mask) operands.push_back(mask);
@@ -317,7 +328,8 @@ void Builder::store(Value* ptr, Value* v, Value* mask, const Location& loc) {
 
 Value* Builder::atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value* mask, const Location& loc) {
   std::string op = "atomic_" + kind;
-  if (!ptr->type.element().is_pointer()) fail(loc, op, fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
+  if (!ptr->type.element().is_pointer())
+    fail(loc, op, fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
   DType elem = ptr->type.pointee().dtype();
   if ((kind == "and" || kind == "or" || kind == "xor") && !is_int(elem))
     fail(loc, op, fmt::format("needs integer memory, got {}", ty(ptr)));
@@ -331,7 +343,8 @@ Value* Builder::atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value*
 }
 
 Value* Builder::atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc) {
-  if (!ptr->type.element().is_pointer()) fail(loc, "atomic_cas", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
+  if (!ptr->type.element().is_pointer())
+    fail(loc, "atomic_cas", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
   DType elem = ptr->type.pointee().dtype();
   if (bit_width(elem) < 16) fail(loc, "atomic_cas", fmt::format("unsupported element type {}", name(elem)));
   cmp = broadcast_to(cast(cmp, elem, loc), shape_of(ptr), loc, "atomic_cas");
@@ -344,8 +357,9 @@ Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc) {
   if (sa.size() != 2 || sb.size() != 2)
     fail(loc, "dot", fmt::format("operands must be 2-D tiles, got {} and {}", ty(a), ty(b)));
   if (sa[1] != sb[0])
-    fail(loc, "dot", fmt::format("inner dimensions differ: a is {} and b is {} ({} != {})", shape_str(sa), shape_str(sb),
-                                 sa[1], sb[0]));
+    fail(loc, "dot",
+         fmt::format("inner dimensions differ: a is {} and b is {} ({} != {})", shape_str(sa), shape_str(sb), sa[1],
+                     sb[0]));
   DType ta = a->type.dtype(), tb = b->type.dtype();
   auto ok = [](DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32; };
   if (a->type.element().is_pointer() || b->type.element().is_pointer() || !ok(ta) || !ok(tb))
@@ -360,15 +374,18 @@ Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc) {
 }
 
 namespace {
-int normalise_axis(const Builder& b, int axis, const std::vector<Value*>& inputs, const Location& loc, const char* name) {
+int normalise_axis(const Builder& b, int axis, const std::vector<Value*>& inputs, const Location& loc,
+                   const char* name) {
   const auto& shape = inputs.at(0)->type.shape();
   int rank = static_cast<int>(shape.size());
   if (rank == 0) b.fail(loc, name, fmt::format("needs a tile, got the scalar {}", inputs[0]->type.str()));
   if (axis < -rank || axis >= rank)
-    b.fail(loc, name, fmt::format("axis {} is out of range for a tile of shape {} (rank {})", axis, shape_str(shape), rank));
+    b.fail(loc, name,
+           fmt::format("axis {} is out of range for a tile of shape {} (rank {})", axis, shape_str(shape), rank));
   for (Value* v : inputs)
     if (v->type.shape() != shape)
-      b.fail(loc, name, fmt::format("inputs have different shapes: {} and {}", shape_str(shape), shape_str(v->type.shape())));
+      b.fail(loc, name,
+             fmt::format("inputs have different shapes: {} and {}", shape_str(shape), shape_str(v->type.shape())));
   return axis < 0 ? axis + rank : axis;
 }
 }  // namespace
@@ -382,7 +399,8 @@ Op* Builder::begin_reduce(const std::vector<Value*>& inputs, int axis, const Loc
   return op;
 }
 
-Op* Builder::begin_scan(const std::vector<Value*>& inputs, int axis, bool reverse, const Location& loc, const char* name) {
+Op* Builder::begin_scan(const std::vector<Value*>& inputs, int axis, bool reverse, const Location& loc,
+                        const char* name) {
   axis = normalise_axis(*this, axis, inputs, loc, name);
   Op* op = create(OpKind::Scan, inputs, {}, {{"axis", int64_t{axis}}, {"reverse", int64_t{reverse}}}, loc);
   Block* body = op->add_region();
@@ -394,11 +412,13 @@ Op* Builder::begin_scan(const std::vector<Value*>& inputs, int axis, bool revers
 void Builder::finish_combine(Op* op, const std::vector<Value*>& yielded, const Location& loc) {
   const char* name = op->kind == OpKind::Reduce ? "reduce" : "scan";
   if (yielded.size() != op->operands.size())
-    fail(loc, name, fmt::format("combine function returns {} values for {} inputs", yielded.size(), op->operands.size()));
+    fail(loc, name,
+         fmt::format("combine function returns {} values for {} inputs", yielded.size(), op->operands.size()));
   for (size_t i = 0; i < yielded.size(); ++i)
     if (yielded[i]->type != op->operands[i]->type.element())
-      fail(loc, name, fmt::format("combine function returns {} for an input of element type {}", yielded[i]->type.str(),
-                                  op->operands[i]->type.element().str()));
+      fail(loc, name,
+           fmt::format("combine function returns {} for an input of element type {}", yielded[i]->type.str(),
+                       op->operands[i]->type.element().str()));
   Block* saved = block_;
   block_ = op->regions[0].get();
   yield(yielded, loc);

@@ -33,7 +33,8 @@ class Builder {
   Value* full(const std::vector<int64_t>& shape, Value* scalar, const Location& loc, const char* op = "full");
 
   Value* splat(Value* v, const std::vector<int64_t>& shape, const Location& loc);
-  Value* broadcast_to(Value* v, const std::vector<int64_t>& shape, const Location& loc, const char* op = "broadcast_to");
+  Value* broadcast_to(Value* v, const std::vector<int64_t>& shape, const Location& loc,
+                      const char* op = "broadcast_to");
   Value* expand_dims(Value* v, int axis, const Location& loc);
   Value* reshape(Value* v, const std::vector<int64_t>& shape, const Location& loc);
   Value* trans(Value* v, std::vector<int64_t> perm, const Location& loc);
@@ -82,6 +83,5 @@ class Builder {
   Function& f_;
   Block* block_;
 };
-
 
 }  // namespace tiledsl::ir

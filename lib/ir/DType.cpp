@@ -6,9 +6,8 @@
 namespace tiledsl {
 
 namespace {
-constexpr std::array<std::string_view, 15> kNames = {
-    "i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-    "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
+constexpr std::array<std::string_view, 15> kNames = {"i1",  "i8",  "i16",  "i32", "i64", "u8",     "u16",   "u32",
+                                                     "u64", "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
 
 int bias(FloatFormat f) { return (1 << (f.exp_bits - 1)) - 1; }
 
@@ -72,8 +71,7 @@ double decode_float(FloatFormat f, uint32_t bits) {
   } else if (exp == 0) {
     v = std::ldexp(static_cast<double>(mant), 1 - bias(f) - f.man_bits);
   } else {
-    v = std::ldexp(1.0 + std::ldexp(static_cast<double>(mant), -f.man_bits),
-                   static_cast<int>(exp) - bias(f));
+    v = std::ldexp(1.0 + std::ldexp(static_cast<double>(mant), -f.man_bits), static_cast<int>(exp) - bias(f));
   }
   return neg ? -v : v;
 }
@@ -81,63 +79,115 @@ double decode_float(FloatFormat f, uint32_t bits) {
 namespace {
 FloatFormat format_of(DType t) {
   switch (t) {
-    case DType::f16: return kF16;
-    case DType::bf16: return kBF16;
-    case DType::f8e4m3: return kF8E4M3;
-    default: return kF8E5M2;
+    case DType::f16:
+      return kF16;
+    case DType::bf16:
+      return kBF16;
+    case DType::f8e4m3:
+      return kF8E4M3;
+    default:
+      return kF8E5M2;
   }
 }
 }  // namespace
 
 double round_to(DType t, double x) {
   switch (t) {
-    case DType::f64: return x;
-    case DType::f32: return static_cast<double>(static_cast<float>(x));
-    default: return decode_float(format_of(t), encode_float(format_of(t), x));
+    case DType::f64:
+      return x;
+    case DType::f32:
+      return static_cast<double>(static_cast<float>(x));
+    default:
+      return decode_float(format_of(t), encode_float(format_of(t), x));
   }
 }
 
 int64_t wrap_int(DType t, int64_t x) {
   switch (t) {
-    case DType::i1: return x != 0;
-    case DType::i8: return static_cast<int8_t>(x);
-    case DType::i16: return static_cast<int16_t>(x);
-    case DType::i32: return static_cast<int32_t>(x);
-    case DType::u8: return static_cast<uint8_t>(x);
-    case DType::u16: return static_cast<uint16_t>(x);
-    case DType::u32: return static_cast<uint32_t>(x);
-    default: return x;  // i64, and u64 kept as its bit pattern
+    case DType::i1:
+      return x != 0;
+    case DType::i8:
+      return static_cast<int8_t>(x);
+    case DType::i16:
+      return static_cast<int16_t>(x);
+    case DType::i32:
+      return static_cast<int32_t>(x);
+    case DType::u8:
+      return static_cast<uint8_t>(x);
+    case DType::u16:
+      return static_cast<uint16_t>(x);
+    case DType::u32:
+      return static_cast<uint32_t>(x);
+    default:
+      return x;  // i64, and u64 kept as its bit pattern
   }
 }
 
 double load_float(DType t, const void* p) {
   switch (t) {
-    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::f16: case DType::bf16: {
-      uint16_t b; std::memcpy(&b, p, 2); return decode_float(format_of(t), b);
+    case DType::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
     }
-    default: return decode_float(format_of(t), *static_cast<const uint8_t*>(p));
+    case DType::f64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::f16:
+    case DType::bf16: {
+      uint16_t b;
+      std::memcpy(&b, p, 2);
+      return decode_float(format_of(t), b);
+    }
+    default:
+      return decode_float(format_of(t), *static_cast<const uint8_t*>(p));
   }
 }
 
 void store_float(DType t, void* p, double v) {
   switch (t) {
-    case DType::f32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
-    case DType::f64: std::memcpy(p, &v, 8); return;
-    case DType::f16: case DType::bf16: {
-      uint16_t b = static_cast<uint16_t>(encode_float(format_of(t), v)); std::memcpy(p, &b, 2); return;
+    case DType::f32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      return;
     }
-    default: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(encode_float(format_of(t), v));
+    case DType::f64:
+      std::memcpy(p, &v, 8);
+      return;
+    case DType::f16:
+    case DType::bf16: {
+      uint16_t b = static_cast<uint16_t>(encode_float(format_of(t), v));
+      std::memcpy(p, &b, 2);
+      return;
+    }
+    default:
+      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(encode_float(format_of(t), v));
   }
 }
 
 int64_t load_int(DType t, const void* p) {
   switch (byte_size(t)) {
-    case 1: { uint8_t v = *static_cast<const uint8_t*>(p); return wrap_int(t, v); }
-    case 2: { uint16_t v; std::memcpy(&v, p, 2); return wrap_int(t, v); }
-    case 4: { uint32_t v; std::memcpy(&v, p, 4); return wrap_int(t, v); }
-    default: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    case 1: {
+      uint8_t v = *static_cast<const uint8_t*>(p);
+      return wrap_int(t, v);
+    }
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return wrap_int(t, v);
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return wrap_int(t, v);
+    }
+    default: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
 }
 

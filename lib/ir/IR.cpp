@@ -41,8 +41,10 @@ std::vector<AttrSpec> parse_attr_specs(const OpInfo& info) {
       a.optional = true;
       kind.pop_back();
     }
-    static const std::pair<const char*, AttrKind> kKinds[] = {{"int", AttrKind::Int},   {"float", AttrKind::Float},
-                                                              {"num", AttrKind::Num},   {"str", AttrKind::Str},
+    static const std::pair<const char*, AttrKind> kKinds[] = {{"int", AttrKind::Int},
+                                                              {"float", AttrKind::Float},
+                                                              {"num", AttrKind::Num},
+                                                              {"str", AttrKind::Str},
                                                               {"ints", AttrKind::Ints}};
     bool named = false;
     for (auto [n, k] : kKinds)
@@ -64,7 +66,8 @@ std::vector<AttrSpec> parse_attr_specs(const OpInfo& info) {
 const std::vector<OpSchema>& schemas() {
   static const std::vector<OpSchema> table = [] {
     std::vector<OpSchema> t;
-    for (const OpInfo& i : kOpInfo) t.push_back({i.mnemonic, i.traits, i.operands, i.results, i.regions, parse_attr_specs(i)});
+    for (const OpInfo& i : kOpInfo)
+      t.push_back({i.mnemonic, i.traits, i.operands, i.results, i.regions, parse_attr_specs(i)});
     return t;
   }();
   return table;
@@ -110,8 +113,8 @@ Block* Op::add_region() {
 template <class T>
 static const T& get_attr(const Op& op, const std::string& k) {
   auto it = op.attrs.find(k);
-  TILEDSL_CHECK(it != op.attrs.end() && std::holds_alternative<T>(it->second),
-                "op '", op.name(), "' lacks attribute '", k, "' of the expected kind");
+  TILEDSL_CHECK(it != op.attrs.end() && std::holds_alternative<T>(it->second), "op '", op.name(), "' lacks attribute '",
+                k, "' of the expected kind");
   return std::get<T>(it->second);
 }
 int64_t Op::attr_int(const std::string& k) const { return get_attr<int64_t>(*this, k); }

@@ -14,8 +14,15 @@
 namespace tiledsl::ir {
 
 enum OpTrait : unsigned {
-  kPure = 1, kElementwise = 2, kTerminator = 4, kRegion = 8, kMemory = 16,
-  kBinary = 32, kIntOnly = 64, kFloatMath = 128, kUnary = 256,
+  kPure = 1,
+  kElementwise = 2,
+  kTerminator = 4,
+  kRegion = 8,
+  kMemory = 16,
+  kBinary = 32,
+  kIntOnly = 64,
+  kFloatMath = 128,
+  kUnary = 256,
 };
 
 // How many operands or results an op takes (ir/Ops.def).
@@ -78,10 +85,10 @@ class Block;
 class Value {
  public:
   Type type;
-  Op* def = nullptr;        // the op producing it, or null for a block argument
-  Block* owner = nullptr;   // for block arguments
-  unsigned index = 0;       // result or argument number
-  unsigned id = 0;          // dense number, set by Function::number_values()
+  Op* def = nullptr;       // the op producing it, or null for a block argument
+  Block* owner = nullptr;  // for block arguments
+  unsigned index = 0;      // result or argument number
+  unsigned id = 0;         // dense number, set by Function::number_values()
 };
 
 class Op {

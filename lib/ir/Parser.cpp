@@ -60,15 +60,23 @@ class Parser {
   [[noreturn]] void error_at(size_t at, const std::string& msg) const {
     size_t line = 1, col = 1;
     for (size_t i = 0; i < at && i < t_.size(); ++i) {
-      if (t_[i] == '\n') { ++line; col = 1; } else { ++col; }
+      if (t_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
     }
     throw Error(fmt::format("<ir>:{}:{}: parse error: {}", line, col, msg));
   }
   void skip_ws() {
     while (pos_ < t_.size()) {
-      if (std::isspace(static_cast<unsigned char>(t_[pos_]))) ++pos_;
-      else if (t_.substr(pos_, 2) == "//") { while (pos_ < t_.size() && t_[pos_] != '\n') ++pos_; }
-      else break;
+      if (std::isspace(static_cast<unsigned char>(t_[pos_])))
+        ++pos_;
+      else if (t_.substr(pos_, 2) == "//") {
+        while (pos_ < t_.size() && t_[pos_] != '\n') ++pos_;
+      } else
+        break;
     }
   }
   char peek() {
@@ -107,7 +115,8 @@ class Parser {
     errno = 0;
     char* end = nullptr;
     long long v = std::strtoll(tok.c_str(), &end, 10);
-    if (errno == ERANGE || end != tok.c_str() + tok.size()) error_at(at, fmt::format("'{}' is not a 64-bit integer", tok));
+    if (errno == ERANGE || end != tok.c_str() + tok.size())
+      error_at(at, fmt::format("'{}' is not a 64-bit integer", tok));
     return v;
   }
   double to_double(const std::string& tok, size_t at) const {
@@ -181,7 +190,9 @@ class Parser {
       return v;
     }
     size_t s = pos_;
-    while (pos_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[pos_])) || std::string_view("-+.").find(t_[pos_]) != std::string_view::npos)) ++pos_;
+    while (pos_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[pos_])) ||
+                                std::string_view("-+.").find(t_[pos_]) != std::string_view::npos))
+      ++pos_;
     std::string tok(t_.substr(s, pos_ - s));
     if (tok.empty()) error("expected an attribute value");
     if (tok == "inf") return std::numeric_limits<double>::infinity();

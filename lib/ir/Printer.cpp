@@ -11,7 +11,10 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') { out += "\\n"; continue; }
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     out += c;
   }
   return out + "\"";
@@ -90,7 +93,8 @@ class Printer {
       for (const auto& inner : r->ops) op(*inner, depth + 1);
       out_ += ind + "}";
     }
-    if (opts_.locations && o.loc.line) out_ += fmt::format(" loc({}:{}:{})", quote(o.loc.file), o.loc.line, o.loc.column);
+    if (opts_.locations && o.loc.line)
+      out_ += fmt::format(" loc({}:{}:{})", quote(o.loc.file), o.loc.line, o.loc.column);
     out_ += '\n';
   }
 

@@ -27,30 +27,54 @@ int64_t int_binary(OpKind k, DType d, int64_t a, int64_t b) {
   uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   int64_t r = 0;
   switch (k) {
-    case OpKind::Add: r = static_cast<int64_t>(ua + ub); break;
-    case OpKind::Sub: r = static_cast<int64_t>(ua - ub); break;
-    case OpKind::Mul: r = static_cast<int64_t>(ua * ub); break;
+    case OpKind::Add:
+      r = static_cast<int64_t>(ua + ub);
+      break;
+    case OpKind::Sub:
+      r = static_cast<int64_t>(ua - ub);
+      break;
+    case OpKind::Mul:
+      r = static_cast<int64_t>(ua * ub);
+      break;
     case OpKind::Div:
     case OpKind::Rem:
       if (b == 0) {  // defined, as on the GPU: all bits set, remainder = dividend
         r = k == OpKind::Div ? -1 : a;
         break;
       }
-      if (uns) r = static_cast<int64_t>(k == OpKind::Div ? ua / ub : ua % ub);
-      else if (b == -1) r = k == OpKind::Div ? static_cast<int64_t>(0ull - ua) : 0;
-      else r = k == OpKind::Div ? a / b : a % b;
+      if (uns)
+        r = static_cast<int64_t>(k == OpKind::Div ? ua / ub : ua % ub);
+      else if (b == -1)
+        r = k == OpKind::Div ? static_cast<int64_t>(0ull - ua) : 0;
+      else
+        r = k == OpKind::Div ? a / b : a % b;
       break;
-    case OpKind::Max: r = uns ? static_cast<int64_t>(std::max(ua, ub)) : std::max(a, b); break;
-    case OpKind::Min: r = uns ? static_cast<int64_t>(std::min(ua, ub)) : std::min(a, b); break;
-    case OpKind::And: r = a & b; break;
-    case OpKind::Or: r = a | b; break;
-    case OpKind::Xor: r = a ^ b; break;
-    case OpKind::Shl: r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua << ub); break;
+    case OpKind::Max:
+      r = uns ? static_cast<int64_t>(std::max(ua, ub)) : std::max(a, b);
+      break;
+    case OpKind::Min:
+      r = uns ? static_cast<int64_t>(std::min(ua, ub)) : std::min(a, b);
+      break;
+    case OpKind::And:
+      r = a & b;
+      break;
+    case OpKind::Or:
+      r = a | b;
+      break;
+    case OpKind::Xor:
+      r = a ^ b;
+      break;
+    case OpKind::Shl:
+      r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua << ub);
+      break;
     case OpKind::Shr:
-      if (uns) r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua >> ub);
-      else r = a >> std::min<uint64_t>(ub, 63);
+      if (uns)
+        r = ub >= static_cast<uint64_t>(width) ? 0 : static_cast<int64_t>(ua >> ub);
+      else
+        r = a >> std::min<uint64_t>(ub, 63);
       break;
-    default: break;
+    default:
+      break;
   }
   return d == DType::i1 ? (r & 1) : wrap_int(d, r);
 }
@@ -58,14 +82,29 @@ int64_t int_binary(OpKind k, DType d, int64_t a, int64_t b) {
 double float_binary(OpKind k, DType d, double a, double b) {
   double r = 0;
   switch (k) {
-    case OpKind::Add: r = a + b; break;
-    case OpKind::Sub: r = a - b; break;
-    case OpKind::Mul: r = a * b; break;
-    case OpKind::Div: r = a / b; break;
-    case OpKind::Rem: r = std::fmod(a, b); break;
-    case OpKind::Max: r = std::fmax(a, b); break;
-    case OpKind::Min: r = std::fmin(a, b); break;
-    default: break;
+    case OpKind::Add:
+      r = a + b;
+      break;
+    case OpKind::Sub:
+      r = a - b;
+      break;
+    case OpKind::Mul:
+      r = a * b;
+      break;
+    case OpKind::Div:
+      r = a / b;
+      break;
+    case OpKind::Rem:
+      r = std::fmod(a, b);
+      break;
+    case OpKind::Max:
+      r = std::fmax(a, b);
+      break;
+    case OpKind::Min:
+      r = std::fmin(a, b);
+      break;
+    default:
+      break;
   }
   return round_to(d, r);
 }
@@ -73,9 +112,12 @@ double float_binary(OpKind k, DType d, double a, double b) {
 int64_t int_unary(OpKind k, DType d, int64_t a) {
   uint64_t negated = 0ull - static_cast<uint64_t>(a);
   switch (k) {
-    case OpKind::Not: return d == DType::i1 ? !a : wrap_int(d, ~a);
-    case OpKind::Neg: return wrap_int(d, static_cast<int64_t>(negated));
-    default: return is_unsigned(d) ? a : wrap_int(d, a < 0 ? static_cast<int64_t>(negated) : a);  // Abs
+    case OpKind::Not:
+      return d == DType::i1 ? !a : wrap_int(d, ~a);
+    case OpKind::Neg:
+      return wrap_int(d, static_cast<int64_t>(negated));
+    default:
+      return is_unsigned(d) ? a : wrap_int(d, a < 0 ? static_cast<int64_t>(negated) : a);  // Abs
   }
 }
 
@@ -127,6 +169,5 @@ double int_to_float(DType from, int64_t v, DType to) {
   double d = std::ldexp(static_cast<double>(top), shift);
   return round_to(to, neg ? -d : d);
 }
-
 
 }  // namespace tiledsl::ir

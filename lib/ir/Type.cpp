@@ -29,8 +29,8 @@ struct TypeTable {
   const TypeStorage* get(TypeKind k, DType d, const TypeStorage* inner, const std::vector<int64_t>& shape,
                          const Layout* layout) {
     std::lock_guard lock(mu);
-    auto key = std::make_tuple(static_cast<int>(k), static_cast<int>(d), static_cast<const void*>(inner),
-                               shape, static_cast<const void*>(layout));
+    auto key = std::make_tuple(static_cast<int>(k), static_cast<int>(d), static_cast<const void*>(inner), shape,
+                               static_cast<const void*>(layout));
     auto it = index.find(key);
     if (it != index.end()) return it->second;
     storage.push_back(TypeStorage{k, d, inner, shape, layout});
@@ -46,9 +46,7 @@ const std::vector<int64_t> kNoShape;
 }  // namespace
 
 Type Type::scalar(DType t) { return Type(table().get(TypeKind::Scalar, t, nullptr, {}, nullptr)); }
-Type Type::pointer(Type pointee) {
-  return Type(table().get(TypeKind::Pointer, DType::i64, pointee.s_, {}, nullptr));
-}
+Type Type::pointer(Type pointee) { return Type(table().get(TypeKind::Pointer, DType::i64, pointee.s_, {}, nullptr)); }
 Type Type::tile(const std::vector<int64_t>& shape, Type element, const Layout* layout) {
   if (shape.empty()) return element;
   return Type(table().get(TypeKind::Tile, element.dtype(), element.s_, shape, layout));
@@ -83,8 +81,10 @@ std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[
 std::string Type::str() const {
   if (!s_) return "<null>";
   switch (s_->kind) {
-    case TypeKind::Scalar: return std::string(name(s_->dtype));
-    case TypeKind::Pointer: return fmt::format("ptr<{}>", Type(s_->inner).str());
+    case TypeKind::Scalar:
+      return std::string(name(s_->dtype));
+    case TypeKind::Pointer:
+      return fmt::format("ptr<{}>", Type(s_->inner).str());
     case TypeKind::Tile: {
       std::string s = fmt::format("tile<{}x{}", fmt::join(s_->shape, "x"), Type(s_->inner).str());
       if (s_->layout) s += ", " + s_->layout->str();

@@ -32,8 +32,8 @@ class Type {
   bool is_tile() const;
   // The element of a tile, or the type itself for a scalar or pointer.
   Type element() const;
-  Type pointee() const;  // of a pointer, or of a tile of pointers
-  DType dtype() const;   // of the (element) scalar; pointers report i64
+  Type pointee() const;                       // of a pointer, or of a tile of pointers
+  DType dtype() const;                        // of the (element) scalar; pointers report i64
   const std::vector<int64_t>& shape() const;  // empty for scalars and pointers
   int64_t numel() const;
   const Layout* layout() const;

@@ -46,23 +46,34 @@ bool same_tile(Type a, Type b) { return a.shape() == b.shape() && a.element() ==
 
 const char* kind_name(AttrKind k) {
   switch (k) {
-    case AttrKind::Int: return "an integer";
-    case AttrKind::Float: return "a float";
-    case AttrKind::Num: return "a number";
-    case AttrKind::Str: return "a string";
-    case AttrKind::Ints: return "a list of integers";
-    case AttrKind::Enum: return "one of";
+    case AttrKind::Int:
+      return "an integer";
+    case AttrKind::Float:
+      return "a float";
+    case AttrKind::Num:
+      return "a number";
+    case AttrKind::Str:
+      return "a string";
+    case AttrKind::Ints:
+      return "a list of integers";
+    case AttrKind::Enum:
+      return "one of";
   }
   return "";
 }
 
 bool attr_has_kind(const Attr& a, const AttrSpec& s) {
   switch (s.kind) {
-    case AttrKind::Int: return std::holds_alternative<int64_t>(a);
-    case AttrKind::Float: return std::holds_alternative<double>(a);
-    case AttrKind::Num: return std::holds_alternative<int64_t>(a) || std::holds_alternative<double>(a);
-    case AttrKind::Str: return std::holds_alternative<std::string>(a);
-    case AttrKind::Ints: return std::holds_alternative<std::vector<int64_t>>(a);
+    case AttrKind::Int:
+      return std::holds_alternative<int64_t>(a);
+    case AttrKind::Float:
+      return std::holds_alternative<double>(a);
+    case AttrKind::Num:
+      return std::holds_alternative<int64_t>(a) || std::holds_alternative<double>(a);
+    case AttrKind::Str:
+      return std::holds_alternative<std::string>(a);
+    case AttrKind::Ints:
+      return std::holds_alternative<std::vector<int64_t>>(a);
     case AttrKind::Enum: {
       auto* str = std::get_if<std::string>(&a);
       return str && std::find(s.choices.begin(), s.choices.end(), *str) != s.choices.end();
@@ -142,8 +153,9 @@ class Verifier {
       const Op& o = *b.ops[i];
       for (const Value* v : o.operands) {
         expect(v, o, "has a missing operand");
-        expect(v->def || v->owner, o, "uses a tile from a trace that has ended (a tl::Tile kept outside the kernel "
-                                      "body that made it)");
+        expect(v->def || v->owner, o,
+               "uses a tile from a trace that has ended (a tl::Tile kept outside the kernel "
+               "body that made it)");
         expect(visible_.count(v), o, "uses a value not defined before it in scope");
       }
       bool last = i + 1 == b.ops.size();
@@ -212,7 +224,8 @@ class Verifier {
     if (has_trait(o.kind, kBinary)) {
       rule(ty(0) == ty(1) && ty(0) == res(0) && is_number(ty(0)), "operands and result must be numbers of one type");
       no_fp8(ty(0));
-      if (has_trait(o.kind, kIntOnly)) rule(is_int(ty(0).dtype()), "operands must be integers or booleans");
+      if (has_trait(o.kind, kIntOnly))
+        rule(is_int(ty(0).dtype()), "operands must be integers or booleans");
       else if (o.kind != OpKind::Max && o.kind != OpKind::Min)
         rule(ty(0).dtype() != DType::i1, "arithmetic on booleans is done in i32 (cast them first)");
       return;
@@ -225,7 +238,9 @@ class Verifier {
       return;
     }
     switch (o.kind) {
-      case OpKind::Constant: constant(o); break;
+      case OpKind::Constant:
+        constant(o);
+        break;
       case OpKind::ProgramId:
       case OpKind::NumPrograms:
         expect(o.attr_int("axis") >= 0 && o.attr_int("axis") < 3, o, "axis must be 0, 1 or 2");
@@ -279,8 +294,10 @@ class Verifier {
             ok = out[i] == in[static_cast<size_t>(perm[i])];
           }
         }
-        expect(ok, o, fmt::format("perm {} must be a permutation of the operand's dimensions that gives the result "
-                                  "shape; got {}", shape_str(perm), types_str()));
+        expect(ok, o,
+               fmt::format("perm {} must be a permutation of the operand's dimensions that gives the result "
+                           "shape; got {}",
+                           shape_str(perm), types_str()));
         break;
       }
       case OpKind::ConvertLayout:
@@ -313,7 +330,8 @@ class Verifier {
              "selects between two values of one type with booleans of their shape");
         break;
       case OpKind::Load:
-        rule(is_ptr(ty(0)) && res(0) == ty(0).with_element(ty(0).pointee()), "result must be the pointee of the pointers");
+        rule(is_ptr(ty(0)) && res(0) == ty(0).with_element(ty(0).pointee()),
+             "result must be the pointee of the pointers");
         mask(o, 1);
         if (o.operands.size() > 2) rule(ty(2) == res(0), "other must have the result type");
         break;
@@ -347,7 +365,9 @@ class Verifier {
         break;
       }
       case OpKind::Reduce:
-      case OpKind::Scan: combine(o); break;
+      case OpKind::Scan:
+        combine(o);
+        break;
       case OpKind::Philox: {
         rule(ty(0) == Type::scalar(DType::u64) && is_number(ty(1)) && ty(1).dtype() == DType::u32,
              "takes a u64 seed and u32 offsets");
@@ -392,8 +412,11 @@ class Verifier {
       case OpKind::Print:
         expect(o.attr_int("hex") == 0 || o.attr_int("hex") == 1, o, "hex is 0 or 1");
         break;
-      case OpKind::Assert: rule(is_bool(ty(0)), "the condition must be booleans"); break;
-      default: break;  // Yield: its parent checks what it yields
+      case OpKind::Assert:
+        rule(is_bool(ty(0)), "the condition must be booleans");
+        break;
+      default:
+        break;  // Yield: its parent checks what it yields
     }
   }
 
@@ -431,7 +454,8 @@ class Verifier {
     int64_t axis = o.attr_int("axis");
     expect(axis >= 0 && static_cast<size_t>(axis) < shape.size(), o,
            fmt::format("axis {} is out of range for rank {}", axis, shape.size()));
-    if (o.kind == OpKind::Scan) expect(o.attr_int("reverse") == 0 || o.attr_int("reverse") == 1, o, "reverse is 0 or 1");
+    if (o.kind == OpKind::Scan)
+      expect(o.attr_int("reverse") == 0 || o.attr_int("reverse") == 1, o, "reverse is 0 or 1");
     expect(o.results.size() == n, o, fmt::format("gives one result per input ({}), got {}", n, o.results.size()));
     auto out_shape = shape;
     if (o.kind == OpKind::Reduce) out_shape.erase(out_shape.begin() + axis);

@@ -63,12 +63,14 @@ int64_t scratch_bytes(const Op& op) {
     case OpKind::ExpandDims:
     case OpKind::Reshape:
     case OpKind::ConvertLayout:
-    case OpKind::Trans: return shape_op_bytes(op);
+    case OpKind::Trans:
+      return shape_op_bytes(op);
     case OpKind::Dot: {
       const Shape &a = op.operands[0]->type.shape(), &b = op.operands[1]->type.shape();
       return (a[0] * a[1] + b[0] * b[1]) * element_bytes(op.operands[0]->type);  // b after a
     }
-    case OpKind::Reduce: return reduce_bytes(op);
+    case OpKind::Reduce:
+      return reduce_bytes(op);
     case OpKind::Scan: {
       int64_t bytes = 0;
       for (const Value* v : op.operands) bytes = round_up(bytes + v->type.numel() * element_bytes(v->type));
@@ -79,7 +81,8 @@ int64_t scratch_bytes(const Op& op) {
       Type t = op.result()->type;
       return std::max<int64_t>(t.is_tile() ? t.numel() : 1, 1) * element_bytes(t);
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 

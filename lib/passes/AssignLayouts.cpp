@@ -24,9 +24,12 @@ std::optional<std::vector<int>> inserted_unit_dims(const Shape& from, const Shap
   std::vector<int> at;
   size_t j = 0;
   for (size_t d = 0; d < to.size(); ++d) {
-    if (j < from.size() && from[j] == to[d]) ++j;
-    else if (to[d] == 1) at.push_back(static_cast<int>(d));
-    else return std::nullopt;
+    if (j < from.size() && from[j] == to[d])
+      ++j;
+    else if (to[d] == 1)
+      at.push_back(static_cast<int>(d));
+    else
+      return std::nullopt;
   }
   if (j != from.size()) return std::nullopt;
   return at;
@@ -102,7 +105,8 @@ class Assigner {
   void visit(Op& op) {
     switch (op.kind) {
       case OpKind::Reduce:
-      case OpKind::Scan: return visit_combine(op);
+      case OpKind::Scan:
+        return visit_combine(op);
       case OpKind::For: {
         Block& body = *op.regions[0];
         for (size_t i = 0; i < op.results.size(); ++i) {
@@ -123,8 +127,8 @@ class Assigner {
         if (!parent || parent->kind == OpKind::Reduce || parent->kind == OpKind::Scan) return;
         for (size_t i = 0; i < op.operands.size(); ++i) {
           if (!is_tile(op.operands[i])) continue;
-          want(&op, i, parent->kind == OpKind::For ? layout_.at(op.parent->args[i + 1].get())
-                                                   : layout_.at(parent->result(i)));
+          want(&op, i,
+               parent->kind == OpKind::For ? layout_.at(op.parent->args[i + 1].get()) : layout_.at(parent->result(i)));
         }
         return;
       }
@@ -170,15 +174,18 @@ class Assigner {
         if (is_tile(op.result())) result_layout(&op, 0);
         if (is_tile(op.operands[0])) decide(op.operands[0], fallback(op.operands[0]));
         return;
-      default: break;
+      default:
+        break;
     }
     // Elementwise ops, splats, aranges, hints, broadcasts, atomics, philox: operands and results
     // share one layout (a broadcast keeps its layout: a blocked layout fits any shape of its rank).
     Layout r = nullptr;
     for (size_t i = 0; i < op.results.size(); ++i) {
       if (!is_tile(op.result(i))) continue;
-      if (!r) r = result_layout(&op, i);
-      else produce(&op, i, r);
+      if (!r)
+        r = result_layout(&op, i);
+      else
+        produce(&op, i, r);
     }
     if (!r) {
       for (const Value* v : op.operands)

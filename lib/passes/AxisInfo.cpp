@@ -104,8 +104,10 @@ class Analysis {
         if (in == shape) return operand(0);
         // Only inserting or removing unit dimensions keeps the facts of the others.
         std::vector<int64_t> a, b;
-        for (int64_t x : in) if (x != 1) a.push_back(x);
-        for (int64_t x : shape) if (x != 1) b.push_back(x);
+        for (int64_t x : in)
+          if (x != 1) a.push_back(x);
+        for (int64_t x : shape)
+          if (x != 1) b.push_back(x);
         if (a != b) return out;
         const AxisInfo& src = operand(0);
         size_t j = 0;
@@ -157,8 +159,10 @@ class Analysis {
         for (size_t d = 0; d < out.contiguity.size(); ++d) {
           int64_t k = std::gcd(a.constancy[d], b.constancy[d]);
           if (p != "eq" && p != "ne") {
-            k = std::max(k, std::gcd(std::min(a.contiguity[d], a.divisibility[d]), std::gcd(b.constancy[d], b.divisibility[d])));
-            k = std::max(k, std::gcd(std::min(b.contiguity[d], b.divisibility[d]), std::gcd(a.constancy[d], a.divisibility[d])));
+            k = std::max(
+                k, std::gcd(std::min(a.contiguity[d], a.divisibility[d]), std::gcd(b.constancy[d], b.divisibility[d])));
+            k = std::max(
+                k, std::gcd(std::min(b.contiguity[d], b.divisibility[d]), std::gcd(a.constancy[d], a.divisibility[d])));
           }
           out.constancy[d] = k;
         }
@@ -180,7 +184,8 @@ class Analysis {
       case OpKind::Cast:
         if (!op.operands[0]->type.shape().empty()) out.constancy = operand(0).constancy;
         if (op.kind == OpKind::Cast && is_int(result->type.dtype()) && is_int(op.operands[0]->type.dtype()) &&
-            bit_width(result->type.dtype()) >= bit_width(op.operands[0]->type.dtype()) && out.contiguity.size() == operand(0).contiguity.size()) {
+            bit_width(result->type.dtype()) >= bit_width(op.operands[0]->type.dtype()) &&
+            out.contiguity.size() == operand(0).contiguity.size()) {
           out.contiguity = operand(0).contiguity;
           out.divisibility = operand(0).divisibility;
         }

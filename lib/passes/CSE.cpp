@@ -43,13 +43,16 @@ size_t hash_of(const Op& op) {
   for (const auto& [k, v] : op.attrs) {
     mix(std::hash<std::string>()(k));
     mix(v.index());
-    if (auto* i = std::get_if<int64_t>(&v)) mix(std::hash<int64_t>()(*i));
+    if (auto* i = std::get_if<int64_t>(&v))
+      mix(std::hash<int64_t>()(*i));
     else if (auto* d = std::get_if<double>(&v)) {
       uint64_t bits;
       std::memcpy(&bits, d, sizeof bits);  // by bits, as same_attr compares: -0.0 and 0.0 differ
       mix(std::hash<uint64_t>()(bits));
-    } else if (auto* s = std::get_if<std::string>(&v)) mix(std::hash<std::string>()(*s));
-    else for (int64_t x : std::get<std::vector<int64_t>>(v)) mix(std::hash<int64_t>()(x));
+    } else if (auto* s = std::get_if<std::string>(&v))
+      mix(std::hash<std::string>()(*s));
+    else
+      for (int64_t x : std::get<std::vector<int64_t>>(v)) mix(std::hash<int64_t>()(x));
   }
   return h;
 }

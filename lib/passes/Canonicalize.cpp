@@ -37,8 +37,10 @@ std::optional<Const> constant_of(const Value* v) {
   const ir::Attr& a = d->attrs.at("value");
   Const c;
   c.flt = holds_float(d->result()->type);
-  if (c.flt) c.f = std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
-  else c.i = std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a));
+  if (c.flt)
+    c.f = std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
+  else
+    c.i = std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a));
   return c;
 }
 
@@ -67,12 +69,15 @@ std::optional<Const> fold(const Op& op, const std::vector<Const>& c) {
       case OpKind::Neg:
       case OpKind::Abs:
       case OpKind::Not:
-        if (flt) out.f = op.kind == OpKind::Neg ? -c[0].f : std::fabs(c[0].f);
-        else out.i = ir::int_unary(op.kind, d, c[0].i);
+        if (flt)
+          out.f = op.kind == OpKind::Neg ? -c[0].f : std::fabs(c[0].f);
+        else
+          out.i = ir::int_unary(op.kind, d, c[0].i);
         break;
       case OpKind::Cast:
         if (out.flt && !foldable_float(rd)) return std::nullopt;
-        if (flt && out.flt) out.f = round_to(rd, c[0].f);
+        if (flt && out.flt)
+          out.f = round_to(rd, c[0].f);
         else if (flt) {
           out.i = ir::float_to_int(rd, c[0].f);
         } else if (out.flt) {
@@ -81,7 +86,8 @@ std::optional<Const> fold(const Op& op, const std::vector<Const>& c) {
           out.i = rd == DType::i1 ? c[0].i != 0 : wrap_int(rd, c[0].i);
         }
         break;
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
   if (out.flt && std::isnan(out.f)) return std::nullopt;  // NaN payloads differ between targets
@@ -150,7 +156,8 @@ class Canonicalizer {
       case OpKind::Reshape:
         if (Value* v = same_type(op.operands[0])) return v;
         break;
-      default: break;
+      default:
+        break;
     }
     switch (op.kind) {
       case OpKind::Broadcast:
@@ -164,7 +171,8 @@ class Canonicalizer {
         auto c = constant_of(op.operands[0]);
         return c ? same_type(op.operands[c->i ? 1 : 2]) : nullptr;
       }
-      default: break;
+      default:
+        break;
     }
     bool foldable = ir::has_trait(op.kind, ir::kBinary) || op.kind == OpKind::Cmp || op.kind == OpKind::Neg ||
                     op.kind == OpKind::Not || op.kind == OpKind::Abs || op.kind == OpKind::Cast;
@@ -189,13 +197,15 @@ class Canonicalizer {
         if (is_zero(cb)) return same_type(a);
         if (is_zero(ca)) return same_type(b);
         return nullptr;
-      case OpKind::Sub: return integer && is_zero(cb) ? same_type(a) : nullptr;
+      case OpKind::Sub:
+        return integer && is_zero(cb) ? same_type(a) : nullptr;
       case OpKind::Mul:
         if (!integer && !holds_float(rt)) return nullptr;
         if (is_one(cb)) return same_type(a);
         if (is_one(ca)) return same_type(b);
         return nullptr;
-      default: return nullptr;
+      default:
+        return nullptr;
     }
   }
 

@@ -42,9 +42,10 @@ class Eliminator {
   }
   void forget_uses(const Op& op) {
     for (const Value* v : op.operands) --uses_[v];
-    for (const auto& r : op.regions) ir::walk(*r, [&](const Op* inner) {
-      for (const Value* v : inner->operands) --uses_[v];
-    });
+    for (const auto& r : op.regions)
+      ir::walk(*r, [&](const Op* inner) {
+        for (const Value* v : inner->operands) --uses_[v];
+      });
   }
 
   // One sweep from the end of each block, so a chain of dead ops goes at once.

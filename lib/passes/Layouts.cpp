@@ -97,8 +97,8 @@ const BlockedLayout* BlockedLayout::get(std::vector<int> spt, std::vector<int> t
 }
 
 std::string BlockedLayout::str() const {
-  return fmt::format("blocked<spt=[{}], tpw=[{}], wpc=[{}], order=[{}]>", fmt::join(spt_, ", "),
-                     fmt::join(tpw_, ", "), fmt::join(wpc_, ", "), fmt::join(order_, ", "));
+  return fmt::format("blocked<spt=[{}], tpw=[{}], wpc=[{}], order=[{}]>", fmt::join(spt_, ", "), fmt::join(tpw_, ", "),
+                     fmt::join(wpc_, ", "), fmt::join(order_, ", "));
 }
 
 int BlockedLayout::num_warps() const {
@@ -109,8 +109,7 @@ int BlockedLayout::num_warps() const {
 
 Shape BlockedLayout::repeats(const Shape& shape) const {
   Shape r(spt_.size());
-  for (size_t d = 0; d < r.size(); ++d)
-    r[d] = std::max<int64_t>(1, shape[d] / (int64_t{spt_[d]} * tpw_[d] * wpc_[d]));
+  for (size_t d = 0; d < r.size(); ++d) r[d] = std::max<int64_t>(1, shape[d] / (int64_t{spt_[d]} * tpw_[d] * wpc_[d]));
   return r;
 }
 

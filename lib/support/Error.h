@@ -41,7 +41,7 @@ template <class... Args>
 
 }  // namespace tiledsl
 
-#define TILEDSL_CHECK(cond, ...) \
-  do {                           \
+#define TILEDSL_CHECK(cond, ...)                                                                                    \
+  do {                                                                                                              \
     if (!(cond)) ::tiledsl::detail::internal_error(__FILE__, __LINE__, "check failed: " #cond ": ", ##__VA_ARGS__); \
   } while (0)

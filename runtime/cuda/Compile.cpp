@@ -8,13 +8,13 @@
 #include <fstream>
 
 #include "codegen/Codegen.h"
-#include "support/Env.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "passes/Pipeline.h"
 #include "runtime/Files.h"
 #include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/NvJitLink.h"
+#include "support/Env.h"
 
 namespace tiledsl::runtime {
 
@@ -58,7 +58,8 @@ bool warm_up_compiler() {
   // A masked vector copy: loads, stores (16-byte vectors: n is divisible by 16), index
   // arithmetic, the whole pipeline and the NVPTX backend, in about as much time as vector add
   // takes to compile.
-  static const char* kWarmUp = R"(kernel @tiledsl_warm_up(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}, %n: i32 {divisibility = 16}) {
+  static const char* kWarmUp =
+      R"(kernel @tiledsl_warm_up(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}, %n: i32 {divisibility = 16}) {
   %0 = program_id() {axis = 0} : i32
   %1 = arange() {end = 256, start = 0} : tile<256xi32>
   %2 = constant() {value = 256} : i32

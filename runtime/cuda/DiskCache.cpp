@@ -1,11 +1,12 @@
 #include "runtime/cuda/DiskCache.h"
-#include "support/Env.h"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include "support/Env.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -36,9 +37,7 @@ uint64_t checksum(const uint64_t sizes[3], const std::string& entry, const std::
   return h;
 }
 
-bool always_compile() {
-  return env::flag(env::Var::TILEDSL_ALWAYS_COMPILE, false);
-}
+bool always_compile() { return env::flag(env::Var::TILEDSL_ALWAYS_COMPILE, false); }
 }  // namespace
 
 std::string cache_dir() {
@@ -61,7 +60,8 @@ std::optional<CachedBinary> cache_read(const std::string& key) {
   // Layout: magic, u64 entry size, u64 binary size, u64 shared bytes, u64 checksum of the three
   // sizes and the bytes, entry, binary. Anything else is a miss.
   auto data = read_regular_file(std::filesystem::path(cache_dir()) / (key + ".cubin"), kMaxEntryBytes);
-  if (!data || data->size() < kHeaderBytes || std::memcmp(data->data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  if (!data || data->size() < kHeaderBytes || std::memcmp(data->data(), kMagic, sizeof kMagic) != 0)
+    return std::nullopt;
   uint64_t sizes[4];
   std::memcpy(sizes, data->data() + sizeof kMagic, sizeof sizes);
   uint64_t body = data->size() - kHeaderBytes;

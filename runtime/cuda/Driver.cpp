@@ -1,5 +1,4 @@
 #include "runtime/cuda/Driver.h"
-#include "support/Env.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include <thread>
 
 #include "runtime/cuda/Launcher.h"
+#include "support/Env.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::cuda {
@@ -29,11 +29,11 @@ Loaded load() {
     l.why = fmt::format("cannot load {} ({})", path && *path ? path : "libcuda.so.1", dlerror());
     return l;
   }
-#define TILEDSL_CU(name, symbol, params)                                            \
-  l.d.name = reinterpret_cast<decltype(l.d.name)>(dlsym(h, symbol));                \
-  if (!l.d.name) {                                                                  \
+#define TILEDSL_CU(name, symbol, params)                                                \
+  l.d.name = reinterpret_cast<decltype(l.d.name)>(dlsym(h, symbol));                    \
+  if (!l.d.name) {                                                                      \
     l.why = fmt::format("the CUDA driver lacks {}; is it older than CUDA 12?", symbol); \
-    return l;                                                                       \
+    return l;                                                                           \
   }
 #include "runtime/cuda/DriverApi.def"
 #undef TILEDSL_CU
@@ -54,7 +54,8 @@ Loaded load() {
       l.why = "no CUDA device found";
       return;
     }
-    if (l.d.cuDeviceGet(&dev, 0) != 0 || l.d.cuDevicePrimaryCtxRetain(&ctx, dev) != 0 || l.d.cuCtxSetCurrent(ctx) != 0) {
+    if (l.d.cuDeviceGet(&dev, 0) != 0 || l.d.cuDevicePrimaryCtxRetain(&ctx, dev) != 0 ||
+        l.d.cuCtxSetCurrent(ctx) != 0) {
       l.why = "cannot create a context on CUDA device 0";
       return;
     }

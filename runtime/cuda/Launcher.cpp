@@ -1,8 +1,6 @@
 #include "runtime/cuda/Launcher.h"
-#include "support/Env.h"
 
 #include <fmt/format.h>
-
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -21,6 +19,7 @@
 #include "ir/Printer.h"
 #include "runtime/cuda/DiskCache.h"
 #include "runtime/cuda/NvJitLink.h"
+#include "support/Env.h"
 #include "tiledsl/error.h"
 
 extern char** environ;
@@ -29,8 +28,10 @@ namespace tiledsl::runtime {
 
 #ifndef TILEDSL_HAS_CODEGEN
 GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions&, const std::string&, bool) {
-  throw Error(fmt::format("kernel '{}': this build of tiledsl has no GPU code generation (configure with LLVM 19 "
-                          "and TILEDSL_ENABLE_CODEGEN=ON)", f.name));
+  throw Error(
+      fmt::format("kernel '{}': this build of tiledsl has no GPU code generation (configure with LLVM 19 "
+                  "and TILEDSL_ENABLE_CODEGEN=ON)",
+                  f.name));
 }
 bool warm_up_compiler() { return false; }
 std::string compiler_identity() { return "no codegen"; }
@@ -44,9 +45,10 @@ std::string target_arch() {
   if (d.sm_major == 8) return "sm_80";
   if (d.sm_major == 9) return "sm_90";
   if (d.sm_major)
-    throw Error(fmt::format("the GPU ({}, compute capability {}.{}) is newer than tiledsl's code generator knows "
-                            "(sm_80 to sm_90); GPUs of compute capability 8.x and 9.0 are supported",
-                            d.name, d.sm_major, d.sm_minor));
+    throw Error(
+        fmt::format("the GPU ({}, compute capability {}.{}) is newer than tiledsl's code generator knows "
+                    "(sm_80 to sm_90); GPUs of compute capability 8.x and 9.0 are supported",
+                    d.name, d.sm_major, d.sm_minor));
   return "sm_90";
 }
 
@@ -79,7 +81,8 @@ std::string any_ptxas() {
 std::optional<std::string> ptxas_compile(const std::string& ptx, const std::string& arch, const std::string& name) {
   if (ptxas_path().empty()) return std::nullopt;
   auto dir = std::filesystem::temp_directory_path();
-  std::string stem = fmt::format("tiledsl-{}-{}-{}", name, getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  std::string stem =
+      fmt::format("tiledsl-{}-{}-{}", name, getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
   std::string in = (dir / (stem + ".ptx")).string(), out = (dir / (stem + ".cubin")).string();
   std::ofstream(in) << ptx;
   std::string arch_flag = "-arch=" + arch;
@@ -116,7 +119,8 @@ std::string link_ptx(const cuda::Driver& d, const std::string& ptx, const std::s
   if (r == 0) r = d.cuLinkComplete(state, &cubin, &size);
   std::string out = r == 0 ? std::string(static_cast<const char*>(cubin), size) : std::string();
   d.cuLinkDestroy(state);
-  if (r != 0) cuda::check(r, "cuLinkAddData/cuLinkComplete", fmt::format(" compiling kernel '{}' from PTX: {}", name, log));
+  if (r != 0)
+    cuda::check(r, "cuLinkAddData/cuLinkComplete", fmt::format(" compiling kernel '{}' from PTX: {}", name, log));
   return out;
 }
 }  // namespace
@@ -132,7 +136,9 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
   k->name = f.name;
   k->num_warps = num_warps;
   using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
   // Per-thread CPU time and minor page faults, for TILEDSL_PRINT_COMPILE_TIMES.
   auto thread_stats = [] {
     rusage u{};
@@ -158,8 +164,10 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
     // back to the JIT, and nvJitLink is not asked again.
     static std::atomic<bool> nvjitlink_rejected{false};
     std::optional<std::string> cubin = ptxas_compile(fresh.ptx, arch, f.name);
-    if (cubin) linker = "ptxas";
-    else if (!nvjitlink_rejected && (cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name))) linker = "nvJitLink";
+    if (cubin)
+      linker = "ptxas";
+    else if (!nvjitlink_rejected && (cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name)))
+      linker = "nvJitLink";
     if (cubin && d->cuModuleLoadData(&k->module, cubin->data()) != 0) {
       if (linker == std::string("nvJitLink")) nvjitlink_rejected = true;
       k->module = nullptr;
@@ -177,11 +185,12 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
   // TILEDSL_PRINT_COMPILE_TIMES: where a first launch's time goes.
   if (env::flag(env::Var::TILEDSL_PRINT_COMPILE_TIMES, false)) {
     if (compile_ms > 0)
-      std::fprintf(stderr,
-                   "tiledsl: kernel '%s' (%s, %d warps): compiled, passes+LLVM+PTX %.2f ms (CPU %.2f ms, %ld page faults), "
-                   "PTX->cubin (%s) %.2f ms (CPU %.2f ms, %ld page faults), total %.2f ms\n",
-                   f.name.c_str(), arch.c_str(), num_warps, compile_ms, s1.first - s0.first, s1.second - s0.second, linker,
-                   link_ms, s2.first - s1.first, s2.second - s1.second, ms_since(t0));
+      std::fprintf(
+          stderr,
+          "tiledsl: kernel '%s' (%s, %d warps): compiled, passes+LLVM+PTX %.2f ms (CPU %.2f ms, %ld page faults), "
+          "PTX->cubin (%s) %.2f ms (CPU %.2f ms, %ld page faults), total %.2f ms\n",
+          f.name.c_str(), arch.c_str(), num_warps, compile_ms, s1.first - s0.first, s1.second - s0.second, linker,
+          link_ms, s2.first - s1.first, s2.second - s1.second, ms_since(t0));
     else
       std::fprintf(stderr, "tiledsl: kernel '%s' (%s, %d warps): from the disk cache, total %.2f ms\n", f.name.c_str(),
                    arch.c_str(), num_warps, ms_since(t0));
@@ -196,12 +205,14 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
   d->cuFuncGetAttribute(&k->local_bytes, cuda::kFuncAttrLocalSizeBytes, k->function);
   int max_shared = cuda::device_info().max_shared_optin;
   if (k->shared_bytes + k->static_shared_bytes > max_shared && max_shared > 0)
-    throw Error(fmt::format("kernel '{}' needs {} bytes of shared memory (num_warps={}, num_stages={}) but the GPU "
-                            "offers at most {} per block; use smaller blocks or fewer stages",
-                            f.name, k->shared_bytes + k->static_shared_bytes, num_warps, num_stages, max_shared));
+    throw Error(
+        fmt::format("kernel '{}' needs {} bytes of shared memory (num_warps={}, num_stages={}) but the GPU "
+                    "offers at most {} per block; use smaller blocks or fewer stages",
+                    f.name, k->shared_bytes + k->static_shared_bytes, num_warps, num_stages, max_shared));
   if (k->shared_bytes > 48 * 1024)
     cuda::check(d->cuFuncSetAttribute(k->function, cuda::kFuncAttrMaxDynamicSharedSizeBytes, k->shared_bytes),
-                "cuFuncSetAttribute", fmt::format(" (kernel '{}', {} bytes of shared memory)", f.name, k->shared_bytes));
+                "cuFuncSetAttribute",
+                fmt::format(" (kernel '{}', {} bytes of shared memory)", f.name, k->shared_bytes));
   return k;
 }
 
@@ -262,8 +273,9 @@ void launch_gpu_kernel(const GpuKernel& k, std::span<const GpuArg> args, std::ar
                                        static_cast<unsigned>(k.shared_bytes), static_cast<cuda::CUstream>(stream),
                                        ptrs.data(), nullptr);
   if (r != 0)
-    cuda::check(r, "cuLaunchKernel", fmt::format(" (kernel '{}', grid ({}, {}, {}), block {}, {} bytes of shared memory)",
-                                                 k.name, grid[0], grid[1], grid[2], 32 * k.num_warps, k.shared_bytes));
+    cuda::check(r, "cuLaunchKernel",
+                fmt::format(" (kernel '{}', grid ({}, {}, {}), block {}, {} bytes of shared memory)", k.name, grid[0],
+                            grid[1], grid[2], 32 * k.num_warps, k.shared_bytes));
 }
 
 }  // namespace tiledsl::runtime

@@ -18,8 +18,8 @@ namespace tiledsl::runtime {
 // What codegen hands the runtime for one kernel.
 struct GpuBinary {
   std::string ptx;
-  std::string entry;      // the kernel's symbol in the PTX
-  int shared_bytes = 0;   // dynamic shared memory to launch with (the allocate-shared arena)
+  std::string entry;     // the kernel's symbol in the PTX
+  int shared_bytes = 0;  // dynamic shared memory to launch with (the allocate-shared arena)
   // With keep_stages: the IR after each pass, in order, and the LLVM IR (Kernel::compile).
   std::vector<std::pair<std::string, std::string>> ir_after_pass;
   std::string llvm_ir;

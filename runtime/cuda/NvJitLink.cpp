@@ -1,5 +1,4 @@
 #include "runtime/cuda/NvJitLink.h"
-#include "support/Env.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -7,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "support/Env.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::cuda {
@@ -71,7 +71,7 @@ Api load() {
   std::string p = env::value(env::Var::TILEDSL_NVJITLINK_PATH);
   a.why = p == "0"     ? "TILEDSL_NVJITLINK_PATH=0"
           : !p.empty() ? fmt::format("TILEDSL_NVJITLINK_PATH ({}) names no usable libnvJitLink", p)
-                                     : "no libnvJitLink.so.13 or .12 on the loader's path, in CUDA_HOME or in /usr/local/cuda";
+                       : "no libnvJitLink.so.13 or .12 on the loader's path, in CUDA_HOME or in /usr/local/cuda";
   return a;
 }
 
@@ -94,7 +94,8 @@ std::optional<std::string> nvjitlink_compile(const std::string& ptx, const std::
   std::string arch_opt = "-arch=" + arch;
   const char* opts[] = {arch_opt.c_str()};
   Handle h = nullptr;
-  if (int r = a.create(&h, 1, opts); r != 0) throw Error(fmt::format("nvJitLinkCreate failed ({}) for kernel '{}'", r, name));
+  if (int r = a.create(&h, 1, opts); r != 0)
+    throw Error(fmt::format("nvJitLinkCreate failed ({}) for kernel '{}'", r, name));
   std::string out, log;
   int r = a.add_data(h, kInputPtx, ptx.data(), ptx.size(), name.c_str());
   if (r == 0) r = a.complete(h);
@@ -110,7 +111,8 @@ std::optional<std::string> nvjitlink_compile(const std::string& ptx, const std::
     if (size) a.error_log(h, log.data());
   }
   a.destroy(&h);
-  if (r != 0) throw Error(fmt::format("nvJitLink could not compile kernel '{}' for {} (error {}): {}", name, arch, r, log));
+  if (r != 0)
+    throw Error(fmt::format("nvJitLink could not compile kernel '{}' for {} (error {}): {}", name, arch, r, log));
   return out;
 }
 

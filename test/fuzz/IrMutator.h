@@ -51,21 +51,104 @@ inline std::vector<Token> tokenize(const std::string& s) {
 // Returns a mutant of `text`; `rng` chooses what changes.
 template <class Rng>
 std::string mutate_ir(const std::string& text, Rng& rng) {
-  static const char* kNumbers[] = {"0",   "1",    "-1",      "2",          "3",          "7",         "16",
-                                   "17",  "31",   "32",      "64",         "128",        "1024",      "65536",
-                                   "1048576", "2097152", "268435456", "2147483647", "-2147483648", "4294967296",
-                                   "9223372036854775807", "-9223372036854775808", "0.5", "-0.0", "nan", "inf", "1e308"};
-  static const char* kNames[] = {"i1",   "i8",    "i16",   "i32",     "i64",     "u8",       "u16",      "u32",
-                                 "u64",  "f16",   "bf16",  "f32",     "f64",     "f8e4m3",   "f8e5m2",   "ptr",
-                                 "tile", "add",   "sub",   "mul",     "div",     "rem",      "maximum",  "and",
-                                 "shl",  "shr",   "neg",   "not",     "exp",     "sqrt",     "abs",      "cmp",
-                                 "cast", "bitcast", "splat", "broadcast", "expand_dims", "reshape", "trans",
-                                 "convert_layout", "load", "store", "atomic_rmw", "atomic_cas", "dot", "reduce",
-                                 "scan", "philox", "for", "if", "yield", "select", "fma", "addptr", "arange",
-                                 "constant", "program_id", "multiple_of", "max_contiguous", "print", "assert",
-                                 "axis", "perm", "values", "rounds", "kind", "pred", "value", "divisibility"};
-  static const char* kStrings[] = {"\"eq\"", "\"ne\"", "\"lt\"", "\"ge\"", "\"add\"", "\"xchg\"", "\"max\"",
-                                   "\"and\"",  "\"bogus\"", "\"\"",  "\"%d\""};
+  static const char* kNumbers[] = {"0",
+                                   "1",
+                                   "-1",
+                                   "2",
+                                   "3",
+                                   "7",
+                                   "16",
+                                   "17",
+                                   "31",
+                                   "32",
+                                   "64",
+                                   "128",
+                                   "1024",
+                                   "65536",
+                                   "1048576",
+                                   "2097152",
+                                   "268435456",
+                                   "2147483647",
+                                   "-2147483648",
+                                   "4294967296",
+                                   "9223372036854775807",
+                                   "-9223372036854775808",
+                                   "0.5",
+                                   "-0.0",
+                                   "nan",
+                                   "inf",
+                                   "1e308"};
+  static const char* kNames[] = {"i1",
+                                 "i8",
+                                 "i16",
+                                 "i32",
+                                 "i64",
+                                 "u8",
+                                 "u16",
+                                 "u32",
+                                 "u64",
+                                 "f16",
+                                 "bf16",
+                                 "f32",
+                                 "f64",
+                                 "f8e4m3",
+                                 "f8e5m2",
+                                 "ptr",
+                                 "tile",
+                                 "add",
+                                 "sub",
+                                 "mul",
+                                 "div",
+                                 "rem",
+                                 "maximum",
+                                 "and",
+                                 "shl",
+                                 "shr",
+                                 "neg",
+                                 "not",
+                                 "exp",
+                                 "sqrt",
+                                 "abs",
+                                 "cmp",
+                                 "cast",
+                                 "bitcast",
+                                 "splat",
+                                 "broadcast",
+                                 "expand_dims",
+                                 "reshape",
+                                 "trans",
+                                 "convert_layout",
+                                 "load",
+                                 "store",
+                                 "atomic_rmw",
+                                 "atomic_cas",
+                                 "dot",
+                                 "reduce",
+                                 "scan",
+                                 "philox",
+                                 "for",
+                                 "if",
+                                 "yield",
+                                 "select",
+                                 "fma",
+                                 "addptr",
+                                 "arange",
+                                 "constant",
+                                 "program_id",
+                                 "multiple_of",
+                                 "max_contiguous",
+                                 "print",
+                                 "assert",
+                                 "axis",
+                                 "perm",
+                                 "values",
+                                 "rounds",
+                                 "kind",
+                                 "pred",
+                                 "value",
+                                 "divisibility"};
+  static const char* kStrings[] = {"\"eq\"",  "\"ne\"",  "\"lt\"",    "\"ge\"", "\"add\"", "\"xchg\"",
+                                   "\"max\"", "\"and\"", "\"bogus\"", "\"\"",   "\"%d\""};
   std::string s = text;
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % (n ? n : 1)); };
   int edits = 1 + static_cast<int>(pick(3));
@@ -75,9 +158,15 @@ std::string mutate_ir(const std::string& text, Rng& rng) {
     const Token& t = toks[pick(toks.size())];
     std::string repl;
     switch (pick(8)) {
-      case 0: repl = kNumbers[pick(std::size(kNumbers))]; break;
-      case 1: repl = kNames[pick(std::size(kNames))]; break;
-      case 2: repl = kStrings[pick(std::size(kStrings))]; break;
+      case 0:
+        repl = kNumbers[pick(std::size(kNumbers))];
+        break;
+      case 1:
+        repl = kNames[pick(std::size(kNames))];
+        break;
+      case 2:
+        repl = kStrings[pick(std::size(kStrings))];
+        break;
       case 3: {  // another value name from the text
         std::vector<const Token*> values;
         for (const Token& v : toks)
@@ -103,7 +192,9 @@ std::string mutate_ir(const std::string& text, Rng& rng) {
         }
         continue;
       }
-      case 5: repl = ""; break;  // a token dropped
+      case 5:
+        repl = "";
+        break;   // a token dropped
       case 6: {  // a token repeated (nesting, longer shapes)
         repl = s.substr(t.begin, t.end - t.begin);
         repl += repl;
@@ -114,7 +205,7 @@ std::string mutate_ir(const std::string& text, Rng& rng) {
         long long v = std::strtoll(s.substr(t.begin, t.end - t.begin).c_str(), nullptr, 10);
         long long deltas[] = {-1, 1, 2, -2};
         repl = std::to_string(static_cast<long long>(static_cast<unsigned long long>(v) +
-                                                          static_cast<unsigned long long>(deltas[pick(4)])));
+                                                     static_cast<unsigned long long>(deltas[pick(4)])));
         break;
       }
     }

@@ -64,8 +64,10 @@ void collect(const fs::path& p, std::vector<std::string>& out) {
     for (const auto& e : entries) collect(e, out);
     return;
   }
-  if (p.extension() == ".tir") out.push_back(read(p));
-  else if (p.extension() == ".test") split_test(read(p), out);
+  if (p.extension() == ".tir")
+    out.push_back(read(p));
+  else if (p.extension() == ".test")
+    split_test(read(p), out);
 }
 }  // namespace
 
@@ -75,13 +77,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> seeds;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--mutants=", 0) == 0) mutants = std::stol(a.substr(10));
-    else if (a.rfind("--seed=", 0) == 0) seed = std::stoul(a.substr(7));
-    else if (a.rfind("--timeout=", 0) == 0) timeout = std::stol(a.substr(10));
+    if (a.rfind("--mutants=", 0) == 0)
+      mutants = std::stol(a.substr(10));
+    else if (a.rfind("--seed=", 0) == 0)
+      seed = std::stoul(a.substr(7));
+    else if (a.rfind("--timeout=", 0) == 0)
+      timeout = std::stol(a.substr(10));
     else if (a.rfind("--", 0) == 0) {
       std::cerr << "usage: tiledsl-fuzz-replay [--mutants=N] [--seed=S] [--timeout=SECONDS] PATH...\n";
       return 2;
-    } else collect(a, seeds);
+    } else
+      collect(a, seeds);
   }
   if (seeds.empty()) {
     std::cerr << "tiledsl-fuzz-replay: no seeds found\n";
@@ -103,9 +109,10 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   for (long i = 0; i < mutants; ++i) run(tiledsl::fuzz::mutate_ir(seeds[rng() % seeds.size()], rng));
   using O = tiledsl::fuzz::Outcome;
-  std::printf("%zu seeds, %ld inputs: %ld rejected, %ld compiled, %ld verified but unsupported by codegen "
-              "; slowest %.2f s; no findings\n",
-              seeds.size(), static_cast<long>(seeds.size()) + mutants, counts[static_cast<int>(O::Rejected)],
-              counts[static_cast<int>(O::Compiled)], counts[static_cast<int>(O::Unsupported)], slowest);
+  std::printf(
+      "%zu seeds, %ld inputs: %ld rejected, %ld compiled, %ld verified but unsupported by codegen "
+      "; slowest %.2f s; no findings\n",
+      seeds.size(), static_cast<long>(seeds.size()) + mutants, counts[static_cast<int>(O::Rejected)],
+      counts[static_cast<int>(O::Compiled)], counts[static_cast<int>(O::Unsupported)], slowest);
   return 0;
 }

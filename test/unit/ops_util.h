@@ -2,8 +2,9 @@
 // element, as tensors store it), seeded random inputs, and tensor conversions.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include <tiledsl/tiledsl.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,8 +13,6 @@
 #include <random>
 #include <type_traits>
 #include <vector>
-
-#include <tiledsl/tiledsl.h>
 
 namespace tl = tiledsl;
 
@@ -66,8 +65,10 @@ std::vector<H<T>> uniform(size_t n, uint64_t seed, double lo, double hi) {
       x = static_cast<uint8_t>(g() & 1);
     } else if constexpr (is_fp<T>) {
       std::uniform_real_distribution<double> d(lo, hi);
-      if constexpr (std::is_same_v<T, double>) x = d(g);
-      else x = T(static_cast<float>(d(g)));
+      if constexpr (std::is_same_v<T, double>)
+        x = d(g);
+      else
+        x = T(static_cast<float>(d(g)));
     } else {
       std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
       x = static_cast<T>(d(g));
@@ -115,8 +116,10 @@ bool same(T a, T b) {
 
 template <class T>
 double as_double(T v) {
-  if constexpr (std::is_same_v<T, tl::f16> || std::is_same_v<T, tl::bf16>) return static_cast<float>(v);
-  else return static_cast<double>(v);
+  if constexpr (std::is_same_v<T, tl::f16> || std::is_same_v<T, tl::bf16>)
+    return static_cast<float>(v);
+  else
+    return static_cast<double>(v);
 }
 
 // Checks got == want element by element; reports the first few mismatches.
@@ -126,7 +129,9 @@ void require_equal(const std::vector<T>& got, const std::vector<T>& want) {
   size_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i)
     if (!same(got[i], want[i])) {
-      if (++bad <= 5) FAIL_CHECK("index " << i << ": got " << std::setprecision(17) << as_double(got[i]) << ", want " << as_double(want[i]));
+      if (++bad <= 5)
+        FAIL_CHECK("index " << i << ": got " << std::setprecision(17) << as_double(got[i]) << ", want "
+                            << as_double(want[i]));
     }
   REQUIRE(bad == 0);
 }
@@ -148,9 +153,12 @@ void require_close(const std::vector<T>& got, const std::vector<double>& want, d
 // Rounds a float result to T the way a kernel of element type T stores it.
 template <class T>
 H<T> round_as(double x) {
-  if constexpr (std::is_same_v<T, double>) return x;
-  else if constexpr (std::is_same_v<T, float>) return static_cast<float>(x);
-  else return T(x);
+  if constexpr (std::is_same_v<T, double>)
+    return x;
+  else if constexpr (std::is_same_v<T, float>)
+    return static_cast<float>(x);
+  else
+    return T(x);
 }
 
 }  // namespace opt

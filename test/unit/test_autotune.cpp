@@ -1,10 +1,9 @@
 // tl::autotune: choices per key, kept in memory and on disk, pruning, failing configs skipped,
 // clear errors. On the interpreter the first valid config wins untimed; on the GPU (gpu.ops)
 // every config is timed.
-#include <catch2/catch.hpp>
-
 #include <tiledsl/tiledsl.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -12,11 +11,11 @@
 namespace tl = tiledsl;
 
 namespace {
-const tl::Kernel scale_kernel = tl::kernel(
-    "tuned_scale", {"x", "out", "n", "BLOCK"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
-      auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-      tl::store(out + offs, tl::load(x + offs, offs < n) * 3.0f, offs < n);
-    });
+const tl::Kernel scale_kernel = tl::kernel("tuned_scale", {"x", "out", "n", "BLOCK"},
+                                           [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                                             auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                                             tl::store(out + offs, tl::load(x + offs, offs < n) * 3.0f, offs < n);
+                                           });
 
 struct TempCache {
   std::filesystem::path dir =
@@ -98,9 +97,10 @@ TEST_CASE("autotune prunes by argument values and ranks by a cost model", "[inte
 TEST_CASE("autotune errors name the call site and the problem", "[error]") {
   TempCache cache;
   int line = __LINE__ + 1;
-  CHECK_THROWS_WITH(tl::autotune(scale_kernel, {{{{"n", 4}}, 4, 3}}, {}),
-                    "test_autotune.cpp:" + std::to_string(line) +
-                        ": error in kernel 'tuned_scale': autotune: configs set 'n', which is not a tl::Constexpr parameter");
+  CHECK_THROWS_WITH(
+      tl::autotune(scale_kernel, {{{{"n", 4}}, 4, 3}}, {}),
+      "test_autotune.cpp:" + std::to_string(line) +
+          ": error in kernel 'tuned_scale': autotune: configs set 'n', which is not a tl::Constexpr parameter");
   line = __LINE__ + 1;
   CHECK_THROWS_WITH(tl::autotune(scale_kernel, configs(), {"m"}),
                     "test_autotune.cpp:" + std::to_string(line) +
@@ -114,6 +114,7 @@ TEST_CASE("autotune errors name the call site and the problem", "[error]") {
                         "tuned constexprs come from the configs");
   line = __LINE__ + 1;
   auto bad = tl::autotune(scale_kernel, {{{{"BLOCK", 100}}, 4, 3}}, {"n"});
-  CHECK_THROWS_WITH(bad[grid_for(10)](x, x, 10), Catch::StartsWith("test_autotune.cpp:" + std::to_string(line) +
-                                                                   ": error in kernel 'tuned_scale': autotune: no config can run:"));
+  CHECK_THROWS_WITH(bad[grid_for(10)](x, x, 10),
+                    Catch::StartsWith("test_autotune.cpp:" + std::to_string(line) +
+                                      ": error in kernel 'tuned_scale': autotune: no config can run:"));
 }

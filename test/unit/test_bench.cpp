@@ -1,8 +1,7 @@
 // tl::bench statistics and the report helper.
-#include <catch2/catch.hpp>
-
 #include <tiledsl/tiledsl.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 
@@ -24,7 +23,8 @@ TEST_CASE("bench reports ordered statistics of the timed runs", "[unit]") {
   CHECK(r.median_ms <= r.quantiles_ms[1]);
   CHECK(r.quantiles_ms[1] <= r.max_ms);
   CHECK(r.mean_ms >= r.min_ms);
-  CHECK_THROWS_WITH(tl::bench([] {}, {.warmup = 0, .rep = 0}), "bench: rep must be at least 1 and warmup at least 0, got 0 and 0");
+  CHECK_THROWS_WITH(tl::bench([] {}, {.warmup = 0, .rep = 0}),
+                    "bench: rep must be at least 1 and warmup at least 0, got 0 and 0");
 }
 
 TEST_CASE("report prints an aligned table and RFC 4180 CSV", "[unit]") {

@@ -1,13 +1,12 @@
 // The on-disk kernel cache: round trip, corruption and truncation detected, concurrent writers.
-#include <catch2/catch.hpp>
+#include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
-
-#include <sys/stat.h>
 
 #include "runtime/cuda/DiskCache.h"
 

@@ -1,7 +1,6 @@
 // Layout mapping: (register, lane, warp) -> index -> (register, lane, warp) round trips, and
 // every element of a tile has an owner.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "passes/Layouts.h"
@@ -70,7 +69,8 @@ TEST_CASE("blocked layout: 2-D, both orders", "[unit]") {
 
 TEST_CASE("blocked layout: a small tile is replicated, every element still has an owner", "[unit]") {
   const auto* l = BlockedLayout::get({1, 4}, {4, 8}, {4, 1}, {1, 0});
-  for (Shape shape : {Shape{4, 8}, Shape{1, 32}, Shape{64, 4}}) CHECK(check_round_trip(*l, shape) == static_cast<size_t>(numel(shape)));
+  for (Shape shape : {Shape{4, 8}, Shape{1, 32}, Shape{64, 4}})
+    CHECK(check_round_trip(*l, shape) == static_cast<size_t>(numel(shape)));
 }
 
 TEST_CASE("slice layout: the parent without one dimension", "[unit]") {
@@ -88,7 +88,8 @@ TEST_CASE("slice layout: the parent without one dimension", "[unit]") {
       for (int64_t reg = 0; reg < rows->num_regs({64}); ++reg) {
         Shape r = rows->index({64}, Owner{reg, lane, warp});
         bool held = false;
-        for (int64_t p = 0; p < parent->num_regs(pshape); ++p) held |= parent->index(pshape, Owner{p, lane, warp})[0] == r[0];
+        for (int64_t p = 0; p < parent->num_regs(pshape); ++p)
+          held |= parent->index(pshape, Owner{p, lane, warp})[0] == r[0];
         CHECK(held);
       }
 }

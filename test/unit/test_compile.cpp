@@ -1,8 +1,7 @@
 // Kernel::compile: every stage of one specialisation, without a GPU.
-#include <catch2/catch.hpp>
-
 #include <tiledsl/tiledsl.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -12,16 +11,17 @@
 namespace tl = tiledsl;
 
 namespace {
-const tl::Kernel rowsum = tl::kernel(
-    "rowsum", {"x", "out", "n", "BLOCK"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
-      auto cols = tl::arange(0, BLOCK);
-      auto row = tl::program_id(0);
-      tl::store(out + row, tl::sum(tl::load(x + row * n + cols, cols < n, 0.0f), 0));
-    });
+const tl::Kernel rowsum = tl::kernel("rowsum", {"x", "out", "n", "BLOCK"},
+                                     [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                                       auto cols = tl::arange(0, BLOCK);
+                                       auto row = tl::program_id(0);
+                                       tl::store(out + row, tl::sum(tl::load(x + row * n + cols, cols < n, 0.0f), 0));
+                                     });
 }  // namespace
 
 TEST_CASE("compile exposes the IR after each pass, LLVM IR, PTX and resources", "[ptx]") {
-  auto x = tl::Tensor::rand({7, 300}, 1, tl::DType::f32, tl::Device::cpu), out = tl::Tensor::empty({7}, tl::DType::f32, tl::Device::cpu);
+  auto x = tl::Tensor::rand({7, 300}, 1, tl::DType::f32, tl::Device::cpu),
+       out = tl::Tensor::empty({7}, tl::DType::f32, tl::Device::cpu);
   tl::CompiledKernel c = rowsum.compile(tl::LaunchOptions{.num_warps = 2}, x, out, 300, 512);
   CHECK(c.name == "rowsum");
   CHECK(c.num_warps == 2);
@@ -29,7 +29,7 @@ TEST_CASE("compile exposes the IR after each pass, LLVM IR, PTX and resources", 
   std::vector<std::string> passes;
   for (const auto& [pass, ir] : c.ir_after_pass) passes.push_back(pass);
   CHECK(passes == std::vector<std::string>{"canonicalize", "cse", "dce", "assign-layouts", "remove-convert-layouts",
-                                            "allocate-shared"});
+                                           "allocate-shared"});
   CHECK(c.ir_after_pass[3].second.find("blocked<") != std::string::npos);  // layouts from assign-layouts on
   CHECK(c.llvm_ir.find("define") != std::string::npos);
   CHECK(c.ptx.find(".entry rowsum(") != std::string::npos);

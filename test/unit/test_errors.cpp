@@ -1,7 +1,9 @@
 // Error tests: a user's mistakes, each checked against its exact, complete message. Every
 // message starts with "test_errors.cpp:<line>", the line of the mistake in this file: kernel
 // bodies write MARK on the line of the faulty op (it records __LINE__), launches take their
-// line from __LINE__ on the line that writes the grid.
+// line from __LINE__ on the line that writes the grid. The layout of lines is part of the test,
+// so clang-format leaves this file alone.
+// clang-format off
 #include <catch2/catch.hpp>
 
 #include <optional>
@@ -640,3 +642,4 @@ TEST_CASE("arithmetic on fp8 tiles asks for a conversion first", "[error]") {
                                      "converted and selected; convert them first (x.to<float>() or x.to<tl::f16>()) to "
                                      "compute with them"));
 }
+// clang-format on

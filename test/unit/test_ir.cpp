@@ -1,8 +1,8 @@
 // Unit tests of the IR: types, the checked builder, the verifier, the printer/parser round
 // trip, and golden IR of traced kernels.
-#include <catch2/catch.hpp>
-
 #include <tiledsl/tiledsl.h>
+
+#include <catch2/catch.hpp>
 
 #include "ir/Builder.h"
 #include "ir/Parser.h"
@@ -32,7 +32,7 @@ TEST_CASE("narrow float formats round to nearest even and saturate fp8", "[unit]
   CHECK(tl::decode_float(tl::kBF16, tl::encode_float(tl::kBF16, 1.00390625)) == 1.0);  // tie to even
   CHECK(tl::decode_float(tl::kBF16, tl::encode_float(tl::kBF16, 1.01171875)) == 1.015625);
   CHECK(tl::encode_float(tl::kF16, 65504.0) == 0x7bff);
-  CHECK(tl::encode_float(tl::kF16, 65520.0) == 0x7c00);  // rounds up to inf
+  CHECK(tl::encode_float(tl::kF16, 65520.0) == 0x7c00);               // rounds up to inf
   CHECK(tl::decode_float(tl::kF16, 0x0001) == std::ldexp(1.0, -24));  // smallest subnormal
   CHECK(tl::decode_float(tl::kF8E4M3, tl::encode_float(tl::kF8E4M3, 1000.0)) == 448.0);
   CHECK(tl::decode_float(tl::kF8E5M2, tl::encode_float(tl::kF8E5M2, 1e6)) == 57344.0);
@@ -48,9 +48,9 @@ TEST_CASE("builder inserts broadcasts and promotions", "[unit]") {
   Function f;
   f.name = "k";
   Builder b(f);
-  Value* x = b.arange(0, 16, here(1));                           // tile<16xi32>
+  Value* x = b.arange(0, 16, here(1));                                       // tile<16xi32>
   Value* y = b.cast(b.expand_dims(x, 1, here(2)), tl::DType::f32, here(2));  // tile<16x1xf32>
-  Value* s = b.binary(OpKind::Add, x, y, here(3));               // [16] + [16, 1] -> [16, 16] f32
+  Value* s = b.binary(OpKind::Add, x, y, here(3));                           // [16] + [16, 1] -> [16, 16] f32
   CHECK(s->type.str() == "tile<16x16xf32>");
   Value* c = b.compare("lt", s, b.constant(2.0, tl::DType::f32, here(4)), here(4));
   CHECK(c->type.str() == "tile<16x16xi1>");
@@ -63,10 +63,12 @@ TEST_CASE("builder rejects bad shapes with the user's location", "[unit]") {
   Builder b(f);
   Value* x = b.arange(0, 16, here(1));
   Value* y = b.arange(0, 32, here(2));
-  REQUIRE_THROWS_WITH(b.binary(OpKind::Add, x, y, here(7)),
-                      "t.cpp:7: error in kernel 'k': add: cannot broadcast shapes [16] and [32] (dimension 0: 16 vs 32)");
-  REQUIRE_THROWS_WITH(b.reshape(x, {3, 5}, here(8)),
-                      "t.cpp:8: error in kernel 'k': reshape: cannot reshape [16] (16 elements) to [3, 5] (15 elements)");
+  REQUIRE_THROWS_WITH(
+      b.binary(OpKind::Add, x, y, here(7)),
+      "t.cpp:7: error in kernel 'k': add: cannot broadcast shapes [16] and [32] (dimension 0: 16 vs 32)");
+  REQUIRE_THROWS_WITH(
+      b.reshape(x, {3, 5}, here(8)),
+      "t.cpp:8: error in kernel 'k': reshape: cannot reshape [16] (16 elements) to [3, 5] (15 elements)");
 }
 
 TEST_CASE("verifier catches broken IR built without checks", "[unit]") {
@@ -75,8 +77,9 @@ TEST_CASE("verifier catches broken IR built without checks", "[unit]") {
   Builder b(f);
   Value* x = b.arange(0, 16, here(1));
   b.create(OpKind::Add, {x, x}, {Type::tile({8}, Type::scalar(tl::DType::i32))}, {}, here(5));
-  REQUIRE_THROWS_WITH(verify(f), "t.cpp:5: verifier: in kernel 'k': add: operands and result must be numbers of one "
-                                 "type; got (tile<16xi32>, tile<16xi32>) -> (tile<8xi32>)");
+  REQUIRE_THROWS_WITH(verify(f),
+                      "t.cpp:5: verifier: in kernel 'k': add: operands and result must be numbers of one "
+                      "type; got (tile<16xi32>, tile<16xi32>) -> (tile<8xi32>)");
 }
 
 TEST_CASE("printer output parses back to the same text", "[unit]") {
@@ -103,8 +106,8 @@ TEST_CASE("printer output parses back to the same text", "[unit]") {
 }
 
 namespace {
-const tl::Kernel golden_kernel = tl::kernel(
-    "golden", {"x", "n", "BLOCK"}, [](tl::Ptr<float> x, tl::Int n, tl::Constexpr BLOCK) {
+const tl::Kernel golden_kernel =
+    tl::kernel("golden", {"x", "n", "BLOCK"}, [](tl::Ptr<float> x, tl::Int n, tl::Constexpr BLOCK) {
       auto offs = tl::arange(0, BLOCK);
       auto acc = tl::zeros<float>({BLOCK});
       tl::range(0, n, BLOCK, [&](tl::Int start) { acc = acc + tl::load(x + start + offs, start + offs < n, 0.0f); });
@@ -114,9 +117,9 @@ const tl::Kernel golden_kernel = tl::kernel(
 
 TEST_CASE("tracing produces the expected IR, with loop-carried values", "[unit]") {
   auto x = tl::Tensor::rand({100}, 3);
-  std::string ir = golden_kernel.ir_for(std::array{tl::detail::to_launch_arg(x), tl::detail::to_launch_arg(100),
-                                                   tl::detail::to_launch_arg(32)},
-                                        /*locations=*/false);
+  std::string ir = golden_kernel.ir_for(
+      std::array{tl::detail::to_launch_arg(x), tl::detail::to_launch_arg(100), tl::detail::to_launch_arg(32)},
+      /*locations=*/false);
   CHECK(ir ==
         "kernel @golden(%x: ptr<f32> {divisibility = 16}, %n: i32) attributes {BLOCK = 32} {\n"
         "  %0 = arange() {end = 32, start = 0} : tile<32xi32>\n"

@@ -1,9 +1,8 @@
 // PTX -> cubin through nvJitLink where the toolkit's library can be found (the build machine has
 // one under /usr/local/cuda, found without being named); an ELF cubin comes back, and bad PTX
 // gives nvJitLink's log.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -12,11 +11,17 @@
 
 using namespace tiledsl;
 
-TEST_CASE("nvJitLink is looked for where the toolkit keeps it, unless TILEDSL_NVJITLINK_PATH says otherwise", "[unit]") {
-  auto saved = [](const char* name) { const char* v = std::getenv(name); return v ? std::optional<std::string>(v) : std::nullopt; };
+TEST_CASE("nvJitLink is looked for where the toolkit keeps it, unless TILEDSL_NVJITLINK_PATH says otherwise",
+          "[unit]") {
+  auto saved = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
   auto restore = [](const char* name, const std::optional<std::string>& v) {
-    if (v) setenv(name, v->c_str(), 1);
-    else unsetenv(name);
+    if (v)
+      setenv(name, v->c_str(), 1);
+    else
+      unsetenv(name);
   };
   auto path = saved("TILEDSL_NVJITLINK_PATH"), home = saved("CUDA_HOME");
   unsetenv("TILEDSL_NVJITLINK_PATH");
@@ -53,7 +58,9 @@ TEST_CASE("nvJitLink assembles PTX into a cubin, and reports bad PTX", "[unit]")
   auto cubin = cuda::nvjitlink_compile(ptx, "sm_90", "k");
   REQUIRE(cubin);
   REQUIRE(cubin->size() > 4);
-  CHECK(cubin->substr(0, 4) == "\x7f" "ELF");
+  CHECK(cubin->substr(0, 4) ==
+        "\x7f"
+        "ELF");
   CHECK_THROWS_WITH(cuda::nvjitlink_compile(".version 8.0\n.target sm_90\nthis is not ptx\n", "sm_90", "broken"),
                     Catch::Contains("nvJitLink could not compile kernel 'broken' for sm_90"));
 }

@@ -19,26 +19,42 @@ enum Arith { kAdd, kSub, kMul, kDiv, kRem, kMax, kMin, kNeg, kNumArith };
 
 template <class T>
 const tl::Kernel& arith_kernel() {
-  static const tl::Kernel k = tl::kernel(
-      "arith", {"a", "b", "out", "n", "OP", "BLOCK"},
-      [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<T> out, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
-        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-        auto mask = offs < n;
-        auto x = tl::load(a + offs, mask);
-        auto y = tl::load(b + offs, mask, 1);  // masked-off divisors are 1
-        tl::Tile<T> r = x;
-        switch (static_cast<int>(OP)) {
-          case kAdd: r = x + y; break;
-          case kSub: r = x - y; break;
-          case kMul: r = x * y; break;
-          case kDiv: r = x / y; break;
-          case kRem: r = x % y; break;
-          case kMax: r = tl::maximum(x, y); break;
-          case kMin: r = tl::minimum(x, y); break;
-          default: r = -x; break;
-        }
-        tl::store(out + offs, r, mask);
-      });
+  static const tl::Kernel k =
+      tl::kernel("arith", {"a", "b", "out", "n", "OP", "BLOCK"},
+                 [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<T> out, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
+                   auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                   auto mask = offs < n;
+                   auto x = tl::load(a + offs, mask);
+                   auto y = tl::load(b + offs, mask, 1);  // masked-off divisors are 1
+                   tl::Tile<T> r = x;
+                   switch (static_cast<int>(OP)) {
+                     case kAdd:
+                       r = x + y;
+                       break;
+                     case kSub:
+                       r = x - y;
+                       break;
+                     case kMul:
+                       r = x * y;
+                       break;
+                     case kDiv:
+                       r = x / y;
+                       break;
+                     case kRem:
+                       r = x % y;
+                       break;
+                     case kMax:
+                       r = tl::maximum(x, y);
+                       break;
+                     case kMin:
+                       r = tl::minimum(x, y);
+                       break;
+                     default:
+                       r = -x;
+                       break;
+                   }
+                   tl::store(out + offs, r, mask);
+                 });
   return k;
 }
 
@@ -47,14 +63,30 @@ H<T> arith_ref(int op, H<T> a, H<T> b) {
   if constexpr (is_fp<T>) {
     double x = as_double(a), y = as_double(b), r = 0;
     switch (op) {
-      case kAdd: r = x + y; break;
-      case kSub: r = x - y; break;
-      case kMul: r = x * y; break;
-      case kDiv: r = x / y; break;
-      case kRem: r = std::fmod(x, y); break;
-      case kMax: r = std::fmax(x, y); break;
-      case kMin: r = std::fmin(x, y); break;
-      default: r = -x; break;
+      case kAdd:
+        r = x + y;
+        break;
+      case kSub:
+        r = x - y;
+        break;
+      case kMul:
+        r = x * y;
+        break;
+      case kDiv:
+        r = x / y;
+        break;
+      case kRem:
+        r = std::fmod(x, y);
+        break;
+      case kMax:
+        r = std::fmax(x, y);
+        break;
+      case kMin:
+        r = std::fmin(x, y);
+        break;
+      default:
+        r = -x;
+        break;
     }
     return round_as<T>(r);
   } else {
@@ -62,9 +94,12 @@ H<T> arith_ref(int op, H<T> a, H<T> b) {
     W x = a, y = b;
     uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
     switch (op) {
-      case kAdd: return static_cast<T>(ux + uy);
-      case kSub: return static_cast<T>(ux - uy);
-      case kMul: return static_cast<T>(ux * uy);
+      case kAdd:
+        return static_cast<T>(ux + uy);
+      case kSub:
+        return static_cast<T>(ux - uy);
+      case kMul:
+        return static_cast<T>(ux * uy);
       case kDiv:
         if constexpr (std::is_signed_v<T>)
           if (y == -1) return static_cast<T>(0 - ux);  // MIN / -1 wraps to MIN
@@ -73,17 +108,20 @@ H<T> arith_ref(int op, H<T> a, H<T> b) {
         if constexpr (std::is_signed_v<T>)
           if (y == -1) return 0;
         return static_cast<T>(x % y);
-      case kMax: return std::max(a, b);
-      case kMin: return std::min(a, b);
-      default: return static_cast<T>(0 - ux);
+      case kMax:
+        return std::max(a, b);
+      case kMin:
+        return std::min(a, b);
+      default:
+        return static_cast<T>(0 - ux);
     }
   }
 }
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("arithmetic, negation, maximum and minimum match C++ on every dtype", "[interp]", int8_t, int16_t, int32_t,
-                   int64_t, uint8_t, uint16_t, uint32_t, uint64_t, float, double, tl::f16, tl::bf16) {
+TEMPLATE_TEST_CASE("arithmetic, negation, maximum and minimum match C++ on every dtype", "[interp]", int8_t, int16_t,
+                   int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, float, double, tl::f16, tl::bf16) {
   using T = TestType;
   std::vector<H<T>> a, b;
   if constexpr (is_fp<T>) {
@@ -124,26 +162,42 @@ TEMPLATE_TEST_CASE("arithmetic, negation, maximum and minimum match C++ on every
 namespace {
 template <class T>
 const tl::Kernel& compare_kernel() {
-  static const tl::Kernel k = tl::kernel(
-      "compare", {"a", "b", "out", "n", "OP", "BLOCK"},
-      [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<bool> out, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
-        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-        auto mask = offs < n;
-        auto x = tl::load(a + offs, mask);
-        auto y = tl::load(b + offs, mask);
-        tl::Bool r = x == y;
-        switch (static_cast<int>(OP)) {
-          case 0: r = x == y; break;
-          case 1: r = x != y; break;
-          case 2: r = x < y; break;
-          case 3: r = x <= y; break;
-          case 4: r = x > y; break;
-          case 5: r = x >= y; break;
-          case 6: r = x < 1; break;   // a literal on the right
-          default: r = 1 >= x; break;  // and on the left
-        }
-        tl::store(out + offs, r, mask);
-      });
+  static const tl::Kernel k =
+      tl::kernel("compare", {"a", "b", "out", "n", "OP", "BLOCK"},
+                 [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<bool> out, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
+                   auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                   auto mask = offs < n;
+                   auto x = tl::load(a + offs, mask);
+                   auto y = tl::load(b + offs, mask);
+                   tl::Bool r = x == y;
+                   switch (static_cast<int>(OP)) {
+                     case 0:
+                       r = x == y;
+                       break;
+                     case 1:
+                       r = x != y;
+                       break;
+                     case 2:
+                       r = x < y;
+                       break;
+                     case 3:
+                       r = x <= y;
+                       break;
+                     case 4:
+                       r = x > y;
+                       break;
+                     case 5:
+                       r = x >= y;
+                       break;
+                     case 6:
+                       r = x < 1;
+                       break;  // a literal on the right
+                     default:
+                       r = 1 >= x;
+                       break;  // and on the left
+                   }
+                   tl::store(out + offs, r, mask);
+                 });
   return k;
 }
 }  // namespace
@@ -173,14 +227,30 @@ TEMPLATE_TEST_CASE("comparisons match C++ on every dtype", "[interp]", bool, int
       double x = as_double(a[i]), y = as_double(b[i]);
       bool r = false;
       switch (op) {
-        case 0: r = x == y; break;
-        case 1: r = x != y; break;
-        case 2: r = x < y; break;
-        case 3: r = x <= y; break;
-        case 4: r = x > y; break;
-        case 5: r = x >= y; break;
-        case 6: r = x < 1; break;
-        default: r = 1 >= x; break;
+        case 0:
+          r = x == y;
+          break;
+        case 1:
+          r = x != y;
+          break;
+        case 2:
+          r = x < y;
+          break;
+        case 3:
+          r = x <= y;
+          break;
+        case 4:
+          r = x > y;
+          break;
+        case 5:
+          r = x >= y;
+          break;
+        case 6:
+          r = x < 1;
+          break;
+        default:
+          r = 1 >= x;
+          break;
       }
       want[i] = r;
     }
@@ -192,37 +262,53 @@ TEMPLATE_TEST_CASE("comparisons match C++ on every dtype", "[interp]", bool, int
 namespace {
 template <class T>
 const tl::Kernel& bitwise_kernel() {
-  static const tl::Kernel k = tl::kernel(
-      "bitwise", {"a", "b", "out", "n", "OP", "BLOCK"},
-      [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<T> out, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
-        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-        auto mask = offs < n;
-        auto x = tl::load(a + offs, mask);
-        auto y = tl::load(b + offs, mask);
-        tl::Tile<T> r = x;
-        switch (static_cast<int>(OP)) {
-          case 0: r = x & y; break;
-          case 1: r = x | y; break;
-          case 2: r = x ^ y; break;
-          case 3: r = ~x; break;
-          default:
-            if constexpr (!std::is_same_v<T, bool>) {
-              switch (static_cast<int>(OP)) {
-                case 4: r = x << y; break;
-                case 5: r = x >> y; break;
-                case 6: r = -x; break;
-                default: r = tl::abs(x); break;
-              }
-            }
-        }
-        tl::store(out + offs, r, mask);
-      });
+  static const tl::Kernel k =
+      tl::kernel("bitwise", {"a", "b", "out", "n", "OP", "BLOCK"},
+                 [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<T> out, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
+                   auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                   auto mask = offs < n;
+                   auto x = tl::load(a + offs, mask);
+                   auto y = tl::load(b + offs, mask);
+                   tl::Tile<T> r = x;
+                   switch (static_cast<int>(OP)) {
+                     case 0:
+                       r = x & y;
+                       break;
+                     case 1:
+                       r = x | y;
+                       break;
+                     case 2:
+                       r = x ^ y;
+                       break;
+                     case 3:
+                       r = ~x;
+                       break;
+                     default:
+                       if constexpr (!std::is_same_v<T, bool>) {
+                         switch (static_cast<int>(OP)) {
+                           case 4:
+                             r = x << y;
+                             break;
+                           case 5:
+                             r = x >> y;
+                             break;
+                           case 6:
+                             r = -x;
+                             break;
+                           default:
+                             r = tl::abs(x);
+                             break;
+                         }
+                       }
+                   }
+                   tl::store(out + offs, r, mask);
+                 });
   return k;
 }
 }  // namespace
 
-TEMPLATE_TEST_CASE("bitwise ops, shifts, negation and abs match C++", "[interp]", bool, int8_t, int16_t, int32_t, int64_t,
-                   uint8_t, uint16_t, uint32_t, uint64_t) {
+TEMPLATE_TEST_CASE("bitwise ops, shifts, negation and abs match C++", "[interp]", bool, int8_t, int16_t, int32_t,
+                   int64_t, uint8_t, uint16_t, uint32_t, uint64_t) {
   using T = TestType;
   constexpr bool is_bool = std::is_same_v<T, bool>;
   constexpr int width = is_bool ? 1 : 8 * sizeof(T);
@@ -242,14 +328,30 @@ TEMPLATE_TEST_CASE("bitwise ops, shifts, negation and abs match C++", "[interp]"
       H<T> x = a[i], y = s[i];
       uint64_t ux = static_cast<uint64_t>(x);
       switch (op) {
-        case 0: want[i] = static_cast<H<T>>(x & y); break;
-        case 1: want[i] = static_cast<H<T>>(x | y); break;
-        case 2: want[i] = static_cast<H<T>>(x ^ y); break;
-        case 3: want[i] = is_bool ? !x : static_cast<H<T>>(~x); break;
-        case 4: want[i] = static_cast<H<T>>(ux << y); break;
-        case 5: want[i] = static_cast<H<T>>(x >> y); break;  // arithmetic for signed, logical for unsigned
-        case 6: want[i] = static_cast<H<T>>(0 - ux); break;
-        default: want[i] = std::is_signed_v<T> && static_cast<int64_t>(x) < 0 ? static_cast<H<T>>(0 - ux) : x; break;
+        case 0:
+          want[i] = static_cast<H<T>>(x & y);
+          break;
+        case 1:
+          want[i] = static_cast<H<T>>(x | y);
+          break;
+        case 2:
+          want[i] = static_cast<H<T>>(x ^ y);
+          break;
+        case 3:
+          want[i] = is_bool ? !x : static_cast<H<T>>(~x);
+          break;
+        case 4:
+          want[i] = static_cast<H<T>>(ux << y);
+          break;
+        case 5:
+          want[i] = static_cast<H<T>>(x >> y);
+          break;  // arithmetic for signed, logical for unsigned
+        case 6:
+          want[i] = static_cast<H<T>>(0 - ux);
+          break;
+        default:
+          want[i] = std::is_signed_v<T> && static_cast<int64_t>(x) < 0 ? static_cast<H<T>>(0 - ux) : x;
+          break;
       }
     }
     require_equal(host<T>(out), want);
@@ -281,8 +383,8 @@ using sum_type = typename decltype(fake<tl::Tile<A>>() + fake<tl::Tile<B>>())::e
 
 // The documented promotion rules, as C++ types ...
 static_assert(std::is_same_v<sum_type<int8_t, tl::f16>, tl::f16>);
-static_assert(std::is_same_v<sum_type<uint8_t, int8_t>, uint8_t>);    // equal width: unsigned wins
-static_assert(std::is_same_v<sum_type<int16_t, uint8_t>, int16_t>);   // wider wins
+static_assert(std::is_same_v<sum_type<uint8_t, int8_t>, uint8_t>);   // equal width: unsigned wins
+static_assert(std::is_same_v<sum_type<int16_t, uint8_t>, int16_t>);  // wider wins
 static_assert(std::is_same_v<sum_type<int32_t, uint32_t>, uint32_t>);
 static_assert(std::is_same_v<sum_type<int64_t, int32_t>, int64_t>);
 static_assert(std::is_same_v<sum_type<tl::f16, tl::bf16>, float>);
@@ -355,7 +457,8 @@ TEST_CASE("mixed-type arithmetic promotes as documented", "[interp]") {
     auto d = random_bits<int32_t>(kN, 54);
     auto got64 = run_binary<int64_t, int32_t>(c, d, [](auto x, auto y) { return x + y; });
     std::vector<int64_t> want64(kN);
-    for (int i = 0; i < kN; ++i) want64[i] = static_cast<int64_t>(static_cast<uint64_t>(c[i]) + static_cast<uint64_t>(int64_t{d[i]}));
+    for (int i = 0; i < kN; ++i)
+      want64[i] = static_cast<int64_t>(static_cast<uint64_t>(c[i]) + static_cast<uint64_t>(int64_t{d[i]}));
     require_equal(got64, want64);
   }
   {  // bool + bool -> i32; bool & bool stays a mask; int tile * float literal -> f32
@@ -363,8 +466,8 @@ TEST_CASE("mixed-type arithmetic promotes as documented", "[interp]") {
     auto b = uniform<bool>(kN, 56, 0, 1);
     auto sum = run_binary<bool, bool>(a, b, [](auto x, auto y) { return x + y; });
     auto both = run_binary<bool, bool>(a, b, [](auto x, auto y) { return x & y; });
-    auto scaled = run_binary<int32_t, bool>(uniform<int32_t>(kN, 57, -1000, 1000), a,
-                                            [](auto x, auto) { return x * 2.5; });
+    auto scaled =
+        run_binary<int32_t, bool>(uniform<int32_t>(kN, 57, -1000, 1000), a, [](auto x, auto) { return x * 2.5; });
     auto xs = uniform<int32_t>(kN, 57, -1000, 1000);
     std::vector<int32_t> wsum(kN);
     std::vector<uint8_t> wboth(kN);
@@ -410,10 +513,11 @@ std::vector<float> float_cast_inputs() {
   auto v = uniform<float>(kN, 61, -300, 300);
   auto big = uniform<float>(kN, 62, -5e9, 5e9);
   for (int i = 0; i < kN; i += 3) v[i] = big[i];
-  const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 0.5f, -0.5f, 0.7f, -0.7f, 127.9f, 128.0f,
-                            -128.5f, -129.0f, 255.5f, 256.0f, 65535.9f, 65536.0f, 2147483520.0f, 2147483648.0f,
-                            -2147483648.0f, -2147483904.0f, 4294967040.0f, 4294967296.0f, 9.3e18f, -9.3e18f,
-                            1e-30f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 6e-8f, 3.0e38f};
+  const float specials[] = {
+      NAN,      INFINITY,      -INFINITY,     0.0f,           -0.0f,          0.5f,          -0.5f,         0.7f,
+      -0.7f,    127.9f,        128.0f,        -128.5f,        -129.0f,        255.5f,        256.0f,        65535.9f,
+      65536.0f, 2147483520.0f, 2147483648.0f, -2147483648.0f, -2147483904.0f, 4294967040.0f, 4294967296.0f, 9.3e18f,
+      -9.3e18f, 1e-30f,        65504.0f,      65519.0f,       65520.0f,       1e-8f,         6e-8f,         3.0e38f};
   for (size_t i = 0; i < std::size(specials); ++i) v[1 + 3 * i] = specials[i];
   return v;
 }
@@ -505,8 +609,8 @@ std::vector<uint8_t> to_fp8_bits(const std::vector<H<A>>& x) {
 }
 template <class F, class B>
 std::vector<H<B>> from_fp8_bits(const std::vector<uint8_t>& bits) {
-  return run_binary<uint8_t, uint8_t>(bits, bits,
-                                      [](tl::Tile<uint8_t> v, tl::Tile<uint8_t>) { return tl::bitcast<F>(v).template to<B>(); });
+  return run_binary<uint8_t, uint8_t>(
+      bits, bits, [](tl::Tile<uint8_t> v, tl::Tile<uint8_t>) { return tl::bitcast<F>(v).template to<B>(); });
 }
 
 template <class F>
@@ -609,7 +713,7 @@ TEST_CASE("to<T> from integers to floats rounds once to nearest even", "[interp]
   auto u32 = random_bits<uint32_t>(kN, 82);
   auto i64 = random_bits<int64_t>(kN, 83);
   auto i8 = random_bits<int8_t>(kN, 84);
-  i32[0] = 16777217;  // between two floats: ties to even
+  i32[0] = 16777217;                                     // between two floats: ties to even
   i64[0] = (int64_t{1} << 60) + (int64_t{1} << 36) + 1;  // rounding through double would give 2^60
   i64[1] = (int64_t{1} << 60) + (int64_t{1} << 52) + 1;  // likewise for bf16
   i64[2] = std::numeric_limits<int64_t>::min();
@@ -687,20 +791,48 @@ const tl::Kernel& math_kernel() {
         auto x = tl::load(a + offs, mask, 1.0);
         tl::Tile<T> r = x;
         switch (static_cast<int>(OP)) {
-          case kExp: r = tl::exp(x); break;
-          case kExp2: r = tl::exp2(x); break;
-          case kLog: r = tl::log(x); break;
-          case kLog2: r = tl::log2(x); break;
-          case kSqrt: r = tl::sqrt(x); break;
-          case kRsqrt: r = tl::rsqrt(x); break;
-          case kSin: r = tl::sin(x); break;
-          case kCos: r = tl::cos(x); break;
-          case kAbs: r = tl::abs(x); break;
-          case kFloor: r = tl::floor(x); break;
-          case kCeil: r = tl::ceil(x); break;
-          case kErf: r = tl::erf(x); break;
-          case kFma: r = tl::fma(x, tl::load(b + offs, mask), tl::load(c + offs, mask)); break;
-          default: r = tl::sigmoid(x); break;
+          case kExp:
+            r = tl::exp(x);
+            break;
+          case kExp2:
+            r = tl::exp2(x);
+            break;
+          case kLog:
+            r = tl::log(x);
+            break;
+          case kLog2:
+            r = tl::log2(x);
+            break;
+          case kSqrt:
+            r = tl::sqrt(x);
+            break;
+          case kRsqrt:
+            r = tl::rsqrt(x);
+            break;
+          case kSin:
+            r = tl::sin(x);
+            break;
+          case kCos:
+            r = tl::cos(x);
+            break;
+          case kAbs:
+            r = tl::abs(x);
+            break;
+          case kFloor:
+            r = tl::floor(x);
+            break;
+          case kCeil:
+            r = tl::ceil(x);
+            break;
+          case kErf:
+            r = tl::erf(x);
+            break;
+          case kFma:
+            r = tl::fma(x, tl::load(b + offs, mask), tl::load(c + offs, mask));
+            break;
+          default:
+            r = tl::sigmoid(x);
+            break;
         }
         tl::store(out + offs, r, mask);
       });
@@ -712,39 +844,79 @@ template <class T>
 H<T> math_ref(int op, double x, double y, double z) {
   if constexpr (std::is_same_v<T, double>) {
     switch (op) {
-      case kExp: return std::exp(x);
-      case kExp2: return std::exp2(x);
-      case kLog: return std::log(x);
-      case kLog2: return std::log2(x);
-      case kSqrt: return std::sqrt(x);
-      case kRsqrt: return 1.0 / std::sqrt(x);
-      case kSin: return std::sin(x);
-      case kCos: return std::cos(x);
-      case kAbs: return std::fabs(x);
-      case kFloor: return std::floor(x);
-      case kCeil: return std::ceil(x);
-      case kErf: return std::erf(x);
-      case kFma: return std::fma(x, y, z);
-      default: return 1.0 / (1.0 + std::exp(-x));
+      case kExp:
+        return std::exp(x);
+      case kExp2:
+        return std::exp2(x);
+      case kLog:
+        return std::log(x);
+      case kLog2:
+        return std::log2(x);
+      case kSqrt:
+        return std::sqrt(x);
+      case kRsqrt:
+        return 1.0 / std::sqrt(x);
+      case kSin:
+        return std::sin(x);
+      case kCos:
+        return std::cos(x);
+      case kAbs:
+        return std::fabs(x);
+      case kFloor:
+        return std::floor(x);
+      case kCeil:
+        return std::ceil(x);
+      case kErf:
+        return std::erf(x);
+      case kFma:
+        return std::fma(x, y, z);
+      default:
+        return 1.0 / (1.0 + std::exp(-x));
     }
   } else {
     auto rnd = [](double v) { return as_double(round_as<T>(v)); };
     float v = static_cast<float>(x);
     double r = 0;
     switch (op) {
-      case kExp: r = std::exp(v); break;
-      case kExp2: r = std::exp2(v); break;
-      case kLog: r = std::log(v); break;
-      case kLog2: r = std::log2(v); break;
-      case kSqrt: r = std::sqrt(v); break;
-      case kRsqrt: r = 1.0f / std::sqrt(v); break;
-      case kSin: r = std::sin(v); break;
-      case kCos: r = std::cos(v); break;
-      case kAbs: r = std::fabs(v); break;
-      case kFloor: r = std::floor(v); break;
-      case kCeil: r = std::ceil(v); break;
-      case kErf: r = std::erf(v); break;
-      case kFma: r = std::fma(v, static_cast<float>(y), static_cast<float>(z)); break;
+      case kExp:
+        r = std::exp(v);
+        break;
+      case kExp2:
+        r = std::exp2(v);
+        break;
+      case kLog:
+        r = std::log(v);
+        break;
+      case kLog2:
+        r = std::log2(v);
+        break;
+      case kSqrt:
+        r = std::sqrt(v);
+        break;
+      case kRsqrt:
+        r = 1.0f / std::sqrt(v);
+        break;
+      case kSin:
+        r = std::sin(v);
+        break;
+      case kCos:
+        r = std::cos(v);
+        break;
+      case kAbs:
+        r = std::fabs(v);
+        break;
+      case kFloor:
+        r = std::floor(v);
+        break;
+      case kCeil:
+        r = std::ceil(v);
+        break;
+      case kErf:
+        r = std::erf(v);
+        break;
+      case kFma:
+        r = std::fma(v, static_cast<float>(y), static_cast<float>(z));
+        break;
       default: {  // 1 / (1 + exp(-x)), each step rounded to T
         double e = rnd(std::exp(-v));
         r = 1.0 / rnd(1.0 + e);
@@ -775,8 +947,12 @@ TEMPLATE_TEST_CASE("math functions match the C library on every float dtype", "[
     if (!on_gpu()) require_equal(host<T>(out), want);  // the GPU's libdevice differs in the last bits
     // And close to the exact value, so the reference itself is sane.
     std::vector<double> exact(kN);
-    for (int i = 0; i < kN; ++i) exact[i] = as_double(math_ref<double>(op, as_double(a[i]), as_double(b[i]), as_double(c[i])));
-    double tol = std::is_same_v<T, double> ? 1e-15 : std::is_same_v<T, float> ? 1e-6 : std::is_same_v<T, tl::f16> ? 2e-3 : 1.6e-2;
+    for (int i = 0; i < kN; ++i)
+      exact[i] = as_double(math_ref<double>(op, as_double(a[i]), as_double(b[i]), as_double(c[i])));
+    double tol = std::is_same_v<T, double>    ? 1e-15
+                 : std::is_same_v<T, float>   ? 1e-6
+                 : std::is_same_v<T, tl::f16> ? 2e-3
+                                              : 1.6e-2;
     require_close(host<T>(out), exact, op == kFma ? 20 * tol : tol, 2 * tol);
   }
 }
@@ -794,8 +970,9 @@ const tl::Kernel& muladd_kernel() {
   return k;
 }
 
-TEMPLATE_TEST_CASE("a * b + c is rounded once on the GPU with enable_fp_fusion, twice without it and in the interpreter",
-                   "[interp]", float, double) {
+TEMPLATE_TEST_CASE(
+    "a * b + c is rounded once on the GPU with enable_fp_fusion, twice without it and in the interpreter", "[interp]",
+    float, double) {
   using T = TestType;
   auto a = uniform<T>(kN, 121, -4, 4), b = uniform<T>(kN, 122, -4, 4), c = uniform<T>(kN, 123, -4, 4);
   std::vector<T> fused(kN), apart(kN);
@@ -811,7 +988,7 @@ TEMPLATE_TEST_CASE("a * b + c is rounded once on the GPU with enable_fp_fusion, 
     INFO("enable_fp_fusion " << fusion);
     auto out = poison<T>({kN});
     muladd_kernel<T>()[blocks(kN)].options({.enable_fp_fusion = fusion})(tensor<T>(a), tensor<T>(b), tensor<T>(c), out,
-                                                                          kN, kBlock);
+                                                                         kN, kBlock);
     require_equal(host<T>(out), on_gpu() && fusion ? fused : apart);
   }
 }
@@ -854,7 +1031,8 @@ TEST_CASE("maximum and minimum with literals; cdiv on tiles and integers", "[int
   auto a = uniform<int32_t>(kN, 121, 0, 100000);
   auto f = uniform<float>(kN, 122, -3, 3);
   auto got = run_binary<int32_t, int32_t>(a, a, [](auto x, auto) { return tl::cdiv(x, 7); });
-  auto got64 = run_binary<int32_t, int32_t>(a, a, [](auto x, auto) { return tl::cdiv(x.template to<int64_t>(), x + 1); });
+  auto got64 =
+      run_binary<int32_t, int32_t>(a, a, [](auto x, auto) { return tl::cdiv(x.template to<int64_t>(), x + 1); });
   auto relu = run_binary<float, float>(f, f, [](auto x, auto) { return tl::maximum(x, 0.0f); });
   auto clip = run_binary<float, float>(f, f, [](auto x, auto) { return tl::minimum(1, tl::maximum(-1, x)); });
   std::vector<int32_t> want(kN);
@@ -873,17 +1051,18 @@ TEST_CASE("maximum and minimum with literals; cdiv on tiles and integers", "[int
 }
 
 TEST_CASE("zeros, full, zeros_like and full_like fill tiles", "[interp]") {
-  auto k = tl::kernel("fill", {"out", "out16", "outi"}, [](tl::Ptr<float> out, tl::Ptr<tl::f16> out16, tl::Ptr<int8_t> outi) {
-    auto r = tl::arange(0, 4)(tl::_, tl::newaxis);
-    auto c = tl::arange(0, 8)(tl::newaxis, tl::_);
-    auto idx = r * 8 + c;
-    auto z = tl::zeros<float>({4, 8});
-    auto f = tl::full<float>({4, 8}, 2.5);
-    tl::store(out + idx, z + f + idx);           // 2.5 + idx
-    tl::store(out + 32 + idx, tl::full_like(f, -1.25) * (idx + 1));
-    tl::store(out16 + idx, tl::full<tl::f16>({4, 8}, 0.1));
-    tl::store(outi + idx, tl::zeros_like(tl::full<int8_t>({4, 8}, 3)) + tl::full<int8_t>({1, 8}, -7));
-  });
+  auto k = tl::kernel(
+      "fill", {"out", "out16", "outi"}, [](tl::Ptr<float> out, tl::Ptr<tl::f16> out16, tl::Ptr<int8_t> outi) {
+        auto r = tl::arange(0, 4)(tl::_, tl::newaxis);
+        auto c = tl::arange(0, 8)(tl::newaxis, tl::_);
+        auto idx = r * 8 + c;
+        auto z = tl::zeros<float>({4, 8});
+        auto f = tl::full<float>({4, 8}, 2.5);
+        tl::store(out + idx, z + f + idx);  // 2.5 + idx
+        tl::store(out + 32 + idx, tl::full_like(f, -1.25) * (idx + 1));
+        tl::store(out16 + idx, tl::full<tl::f16>({4, 8}, 0.1));
+        tl::store(outi + idx, tl::zeros_like(tl::full<int8_t>({4, 8}, 3)) + tl::full<int8_t>({1, 8}, -7));
+      });
   auto out = poison<float>({64});
   auto out16 = poison<tl::f16>({32});
   auto outi = poison<int8_t>({32});
@@ -902,8 +1081,8 @@ TEST_CASE("zeros, full, zeros_like and full_like fill tiles", "[interp]") {
 TEST_CASE("2-D tiles with partial edges: outer sums through x(_, newaxis) and masks", "[interp]") {
   // out[i][j] = a[i] * 10 + b[j] over a 37 x 53 matrix, in 16 x 32 blocks.
   auto k = tl::kernel("outer", {"a", "b", "out", "M", "N", "BM", "BN"},
-                      [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> out, tl::Int M, tl::Int N,
-                         tl::Constexpr BM, tl::Constexpr BN) {
+                      [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> out, tl::Int M, tl::Int N, tl::Constexpr BM,
+                         tl::Constexpr BN) {
                         auto rm = tl::program_id(0) * BM + tl::arange(0, BM);
                         auto rn = tl::program_id(1) * BN + tl::arange(0, BN);
                         auto x = tl::load(a + rm, rm < M);
@@ -938,7 +1117,7 @@ TEST_CASE("broadcast_to, expand_dims, reshape, trans and permute move elements",
     tl::store(out + 256 + i, tl::reshape(tl::broadcast_to(col, {16, 8}), {128}));
     // trans of a 2-D tile with the explicit permutation, stored through 2-D pointers
     auto r = tl::arange(0, 8), c = tl::arange(0, 16);
-    auto m = tl::load(x + r(tl::_, tl::newaxis) * 16 + c(tl::newaxis, tl::_));     // [8, 16]
+    auto m = tl::load(x + r(tl::_, tl::newaxis) * 16 + c(tl::newaxis, tl::_));  // [8, 16]
     tl::store(out + 384 + c(tl::_, tl::newaxis) * 8 + r(tl::newaxis, tl::_), tl::trans(m, {1, 0}));
     // a scalar broadcast into a tile
     tl::store(out + 512 + i, tl::broadcast_to(tl::load(x + 5), {128}));

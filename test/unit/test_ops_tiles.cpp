@@ -2,9 +2,9 @@
 // numbers, printing and hints; then tracing (the specialisation cache) and the interpreter's
 // independence from its thread count. Part 1 is test_ops.cpp.
 #include <cstdlib>
-#include <random>
 #include <iostream>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -25,8 +25,7 @@ std::vector<float> dot_ref(const std::vector<H<T>>& a, const std::vector<H<T>>& 
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       float s = c[m * N + n];
-      for (int k = 0; k < K; ++k)
-        s = std::fma(static_cast<float>(a[m * K + k]), static_cast<float>(b[k * N + n]), s);
+      for (int k = 0; k < K; ++k) s = std::fma(static_cast<float>(a[m * K + k]), static_cast<float>(b[k * N + n]), s);
       c[m * N + n] = s;
     }
   return c;
@@ -60,8 +59,8 @@ TEMPLATE_TEST_CASE("dot equals f32 fma in k order, through a masked K loop", "[i
   auto a = uniform<T>(M * K, 401, -2, 2);
   auto b = uniform<T>(K * N, 402, -2, 2);
   auto c = poison<float>({M, N});
-  matmul_kernel<T>()[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](tensor<T>(a, {M, K}), tensor<T>(b, {K, N}), c, M, N,
-                                                                  K, 16, 16, 16);
+  matmul_kernel<T>()[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](tensor<T>(a, {M, K}), tensor<T>(b, {K, N}), c, M, N, K,
+                                                                 16, 16, 16);
   require_equal(host<float>(c), dot_ref<T>(a, b, std::vector<float>(M * N, 0.0f), M, N, K));
 }
 
@@ -78,15 +77,16 @@ TEST_CASE("dot with blocks that need more than 48 KiB of shared memory", "[inter
 }
 
 TEST_CASE("dot with and without an accumulator, on non-square tiles", "[interp]") {
-  auto k = tl::kernel("dot2", {"a", "b", "c", "out", "out2"},
-                      [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> c, tl::Ptr<float> out, tl::Ptr<float> out2) {
-                        auto r32 = tl::arange(0, 32), r16 = tl::arange(0, 16), r64 = tl::arange(0, 64);
-                        auto x = tl::load(a + r32(_, newaxis) * 16 + r16(newaxis, _));  // [32, 16]
-                        auto y = tl::load(b + r16(_, newaxis) * 64 + r64(newaxis, _));  // [16, 64]
-                        auto offs = r32(_, newaxis) * 64 + r64(newaxis, _);
-                        tl::store(out + offs, tl::dot(x, y, tl::load(c + offs)));
-                        tl::store(out2 + offs, tl::dot(x, y));
-                      });
+  auto k =
+      tl::kernel("dot2", {"a", "b", "c", "out", "out2"},
+                 [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> c, tl::Ptr<float> out, tl::Ptr<float> out2) {
+                   auto r32 = tl::arange(0, 32), r16 = tl::arange(0, 16), r64 = tl::arange(0, 64);
+                   auto x = tl::load(a + r32(_, newaxis) * 16 + r16(newaxis, _));  // [32, 16]
+                   auto y = tl::load(b + r16(_, newaxis) * 64 + r64(newaxis, _));  // [16, 64]
+                   auto offs = r32(_, newaxis) * 64 + r64(newaxis, _);
+                   tl::store(out + offs, tl::dot(x, y, tl::load(c + offs)));
+                   tl::store(out2 + offs, tl::dot(x, y));
+                 });
   auto a = uniform<float>(32 * 16, 411, -3, 3);
   auto b = uniform<float>(16 * 64, 412, -3, 3);
   auto c = uniform<float>(32 * 64, 413, -3, 3);
@@ -101,44 +101,93 @@ namespace {
 constexpr int kR = 16, kC = 32, kTiles = 3;  // kTiles programs, each reducing one [16, 32] tile
 
 enum Red {
-  kSum0, kSum1, kSumAll, kSumNeg, kMax0, kMax1, kMaxAll, kMin0, kMin1, kMinAll,
-  kArgmax0, kArgmax1, kArgmin0, kArgmin1, kGeneric0, kGeneric1, kNumRed
+  kSum0,
+  kSum1,
+  kSumAll,
+  kSumNeg,
+  kMax0,
+  kMax1,
+  kMaxAll,
+  kMin0,
+  kMin1,
+  kMinAll,
+  kArgmax0,
+  kArgmax1,
+  kArgmin0,
+  kArgmin1,
+  kGeneric0,
+  kGeneric1,
+  kNumRed
 };
 
 template <class T>
 const tl::Kernel& reduce_kernel() {
   using S = tl::detail::sum_t<T>;
-  static const tl::Kernel k = tl::kernel(
-      "reductions", {"x", "sums", "vals", "idx", "OP"},
-      [](tl::Ptr<T> x, tl::Ptr<S> sums, tl::Ptr<T> vals, tl::Ptr<int32_t> idx, tl::Constexpr OP) {
-        auto pid = tl::program_id(0);
-        auto r = tl::arange(0, kR), c = tl::arange(0, kC);
-        auto v = tl::load(x + pid * (kR * kC) + r(_, newaxis) * kC + c(newaxis, _));
-        auto base = pid * (kR * kC);
-        // The generic reduction: a user lambda, associative and commutative.
-        auto combine = [](tl::Tile<T> p, tl::Tile<T> q) {
-          if constexpr (is_fp<T>) return tl::maximum(p, q);
-          else return p ^ q;
-        };
-        switch (static_cast<int>(OP)) {
-          case kSum0: tl::store(sums + base + c, tl::sum(v, 0)); break;
-          case kSum1: tl::store(sums + base + r, tl::sum(v, 1)); break;
-          case kSumAll: tl::store(sums + base, tl::sum(v)); break;
-          case kSumNeg: tl::store(sums + base + r, tl::sum(v, -1)); break;
-          case kMax0: tl::store(vals + base + c, tl::max(v, 0)); break;
-          case kMax1: tl::store(vals + base + r, tl::max(v, 1)); break;
-          case kMaxAll: tl::store(vals + base, tl::max(v)); break;
-          case kMin0: tl::store(vals + base + c, tl::min(v, 0)); break;
-          case kMin1: tl::store(vals + base + r, tl::min(v, 1)); break;
-          case kMinAll: tl::store(vals + base, tl::min(v)); break;
-          case kArgmax0: tl::store(idx + base + c, tl::argmax(v, 0)); break;
-          case kArgmax1: tl::store(idx + base + r, tl::argmax(v, 1)); break;
-          case kArgmin0: tl::store(idx + base + c, tl::argmin(v, 0)); break;
-          case kArgmin1: tl::store(idx + base + r, tl::argmin(v, 1)); break;
-          case kGeneric0: tl::store(vals + base + c, tl::reduce(v, 0, combine)); break;
-          default: tl::store(vals + base + r, tl::reduce(v, 1, combine)); break;
-        }
-      });
+  static const tl::Kernel k =
+      tl::kernel("reductions", {"x", "sums", "vals", "idx", "OP"},
+                 [](tl::Ptr<T> x, tl::Ptr<S> sums, tl::Ptr<T> vals, tl::Ptr<int32_t> idx, tl::Constexpr OP) {
+                   auto pid = tl::program_id(0);
+                   auto r = tl::arange(0, kR), c = tl::arange(0, kC);
+                   auto v = tl::load(x + pid * (kR * kC) + r(_, newaxis) * kC + c(newaxis, _));
+                   auto base = pid * (kR * kC);
+                   // The generic reduction: a user lambda, associative and commutative.
+                   auto combine = [](tl::Tile<T> p, tl::Tile<T> q) {
+                     if constexpr (is_fp<T>)
+                       return tl::maximum(p, q);
+                     else
+                       return p ^ q;
+                   };
+                   switch (static_cast<int>(OP)) {
+                     case kSum0:
+                       tl::store(sums + base + c, tl::sum(v, 0));
+                       break;
+                     case kSum1:
+                       tl::store(sums + base + r, tl::sum(v, 1));
+                       break;
+                     case kSumAll:
+                       tl::store(sums + base, tl::sum(v));
+                       break;
+                     case kSumNeg:
+                       tl::store(sums + base + r, tl::sum(v, -1));
+                       break;
+                     case kMax0:
+                       tl::store(vals + base + c, tl::max(v, 0));
+                       break;
+                     case kMax1:
+                       tl::store(vals + base + r, tl::max(v, 1));
+                       break;
+                     case kMaxAll:
+                       tl::store(vals + base, tl::max(v));
+                       break;
+                     case kMin0:
+                       tl::store(vals + base + c, tl::min(v, 0));
+                       break;
+                     case kMin1:
+                       tl::store(vals + base + r, tl::min(v, 1));
+                       break;
+                     case kMinAll:
+                       tl::store(vals + base, tl::min(v));
+                       break;
+                     case kArgmax0:
+                       tl::store(idx + base + c, tl::argmax(v, 0));
+                       break;
+                     case kArgmax1:
+                       tl::store(idx + base + r, tl::argmax(v, 1));
+                       break;
+                     case kArgmin0:
+                       tl::store(idx + base + c, tl::argmin(v, 0));
+                       break;
+                     case kArgmin1:
+                       tl::store(idx + base + r, tl::argmin(v, 1));
+                       break;
+                     case kGeneric0:
+                       tl::store(vals + base + c, tl::reduce(v, 0, combine));
+                       break;
+                     default:
+                       tl::store(vals + base + r, tl::reduce(v, 1, combine));
+                       break;
+                   }
+                 });
   return k;
 }
 
@@ -147,11 +196,16 @@ const tl::Kernel& reduce_kernel() {
 template <class T>
 std::vector<H<T>> reduce_inputs(uint64_t seed) {
   size_t n = kTiles * kR * kC;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return random_eighths<T>(n, seed, -4, 4);
-  else if constexpr (std::is_same_v<T, tl::f16>) return uniform<T>(n, seed, -3, 3);  // rounded to integers below
-  else if constexpr (std::is_same_v<T, tl::bf16>) return uniform<T>(n, seed, -1, 1);
-  else if constexpr (sizeof(T) == 1) return uniform<T>(n, seed, std::is_signed_v<T> ? -20 : 0, 20);
-  else return random_bits<T>(n, seed);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    return random_eighths<T>(n, seed, -4, 4);
+  else if constexpr (std::is_same_v<T, tl::f16>)
+    return uniform<T>(n, seed, -3, 3);  // rounded to integers below
+  else if constexpr (std::is_same_v<T, tl::bf16>)
+    return uniform<T>(n, seed, -1, 1);
+  else if constexpr (sizeof(T) == 1)
+    return uniform<T>(n, seed, std::is_signed_v<T> ? -20 : 0, 20);
+  else
+    return random_bits<T>(n, seed);
 }
 }  // namespace
 
@@ -189,7 +243,9 @@ TEMPLATE_TEST_CASE("sum, max, min, argmax, argmin and tl::reduce over each axis"
           return static_cast<S>(s);
         }
       };
-      auto better = [&](H<T> p, H<T> q, bool is_max) { return is_max ? as_double(p) > as_double(q) : as_double(p) < as_double(q); };
+      auto better = [&](H<T> p, H<T> q, bool is_max) {
+        return is_max ? as_double(p) > as_double(q) : as_double(p) < as_double(q);
+      };
       auto extreme = [&](auto pick, int len, bool is_max) {
         H<T> e = pick(0);
         for (int q = 1; q < len; ++q)
@@ -205,8 +261,10 @@ TEMPLATE_TEST_CASE("sum, max, min, argmax, argmin and tl::reduce over each axis"
       auto generic = [&](auto pick, int len) {
         H<T> e = pick(0);
         for (int q = 1; q < len; ++q) {
-          if constexpr (is_fp<T>) e = as_double(pick(q)) > as_double(e) ? pick(q) : e;
-          else e = static_cast<T>(e ^ pick(q));
+          if constexpr (is_fp<T>)
+            e = as_double(pick(q)) > as_double(e) ? pick(q) : e;
+          else
+            e = static_cast<T>(e ^ pick(q));
         }
         return e;
       };
@@ -273,12 +331,16 @@ TEMPLATE_TEST_CASE("cumsum and associative_scan, forward and reverse, over each 
                         auto v = tl::load(x + offs);
                         auto biggest = [](tl::Tile<T> p, tl::Tile<T> q) { return tl::maximum(p, q); };
                         int op = static_cast<int>(OP);
-                        if (op < 4) tl::store(sums + offs, tl::cumsum(v, op % 2, op >= 2));
-                        else tl::store(vals + offs, tl::associative_scan(v, op % 2, biggest, op >= 6));
+                        if (op < 4)
+                          tl::store(sums + offs, tl::cumsum(v, op % 2, op >= 2));
+                        else
+                          tl::store(vals + offs, tl::associative_scan(v, op % 2, biggest, op >= 6));
                       });
   std::vector<H<T>> x;
-  if constexpr (is_fp<T>) x = random_eighths<T>(256, 521, -4, 4);
-  else x = uniform<T>(256, 521, -60, 60);
+  if constexpr (is_fp<T>)
+    x = random_eighths<T>(256, 521, -4, 4);
+  else
+    x = uniform<T>(256, 521, -60, 60);
   for (int op = 0; op < 8; ++op) {
     INFO("op " << op);
     int axis = op % 2;
@@ -297,8 +359,10 @@ TEMPLATE_TEST_CASE("cumsum and associative_scan, forward and reverse, over each 
         int flat = axis == 0 ? q * 32 + l : l * 32 + q;
         s += as_double(x[flat]);
         m = std::max(m, as_double(x[flat]));
-        if (op < 4) want_s[flat] = static_cast<H<S>>(round_as<S>(s));
-        else want_v[flat] = static_cast<H<T>>(round_as<T>(m));
+        if (op < 4)
+          want_s[flat] = static_cast<H<S>>(round_as<S>(s));
+        else
+          want_v[flat] = static_cast<H<T>>(round_as<T>(m));
       }
     }
     require_equal(host<S>(sums), want_s);
@@ -307,14 +371,15 @@ TEMPLATE_TEST_CASE("cumsum and associative_scan, forward and reverse, over each 
 }
 
 TEST_CASE("cumsum over 1-D blocks with a masked tail", "[interp]") {
-  auto k = tl::kernel("cumsum1d", {"x", "out", "rev", "n", "BLOCK"},
-                      [](tl::Ptr<int32_t> x, tl::Ptr<int32_t> out, tl::Ptr<int32_t> rev, tl::Int n, tl::Constexpr BLOCK) {
-                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-                        auto mask = offs < n;
-                        auto v = tl::load(x + offs, mask, 0);
-                        tl::store(out + offs, tl::cumsum(v), mask);
-                        tl::store(rev + offs, tl::cumsum(v, 0, true), mask);
-                      });
+  auto k =
+      tl::kernel("cumsum1d", {"x", "out", "rev", "n", "BLOCK"},
+                 [](tl::Ptr<int32_t> x, tl::Ptr<int32_t> out, tl::Ptr<int32_t> rev, tl::Int n, tl::Constexpr BLOCK) {
+                   auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                   auto mask = offs < n;
+                   auto v = tl::load(x + offs, mask, 0);
+                   tl::store(out + offs, tl::cumsum(v), mask);
+                   tl::store(rev + offs, tl::cumsum(v, 0, true), mask);
+                 });
   const int n = 1000, block = 256;
   auto x = uniform<int32_t>(n, 531, -1000, 1000);
   auto out = poison<int32_t>({n}), rev = poison<int32_t>({n});
@@ -338,42 +403,52 @@ constexpr int kSlots = 7, kAtomicBlock = 128;
 
 template <class T>
 const tl::Kernel& atomic_kernel() {
-  static const tl::Kernel k = tl::kernel(
-      "atomics", {"x", "slots", "olds", "n", "OP", "BLOCK"},
-      [](tl::Ptr<T> x, tl::Ptr<T> slots, tl::Ptr<T> olds, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
-        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-        auto mask = offs < n;
-        auto v = tl::load(x + offs, mask);
-        auto p = slots + offs % kSlots;
-        tl::Tile<T> old = v;
-        switch (static_cast<int>(OP)) {
-          case 0: old = tl::atomic_add(p, v, mask); break;
-          case 1: old = tl::atomic_max(p, v, mask); break;
-          case 2: old = tl::atomic_min(p, v, mask); break;
-          case 3: old = tl::atomic_xchg(p, v, mask); break;
-          default:
-            if constexpr (!is_fp<T>) {
-              if (OP == 4) old = tl::atomic_and(p, v, mask);
-              if (OP == 5) old = tl::atomic_or(p, v, mask);
-              if (OP == 6) old = tl::atomic_xor(p, v, mask);
-            }
-        }
-        tl::store(olds + offs, old, mask);
-      });
+  static const tl::Kernel k =
+      tl::kernel("atomics", {"x", "slots", "olds", "n", "OP", "BLOCK"},
+                 [](tl::Ptr<T> x, tl::Ptr<T> slots, tl::Ptr<T> olds, tl::Int n, tl::Constexpr OP, tl::Constexpr BLOCK) {
+                   auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                   auto mask = offs < n;
+                   auto v = tl::load(x + offs, mask);
+                   auto p = slots + offs % kSlots;
+                   tl::Tile<T> old = v;
+                   switch (static_cast<int>(OP)) {
+                     case 0:
+                       old = tl::atomic_add(p, v, mask);
+                       break;
+                     case 1:
+                       old = tl::atomic_max(p, v, mask);
+                       break;
+                     case 2:
+                       old = tl::atomic_min(p, v, mask);
+                       break;
+                     case 3:
+                       old = tl::atomic_xchg(p, v, mask);
+                       break;
+                     default:
+                       if constexpr (!is_fp<T>) {
+                         if (OP == 4) old = tl::atomic_and(p, v, mask);
+                         if (OP == 5) old = tl::atomic_or(p, v, mask);
+                         if (OP == 6) old = tl::atomic_xor(p, v, mask);
+                       }
+                   }
+                   tl::store(olds + offs, old, mask);
+                 });
   return k;
 }
 }  // namespace
 
-TEMPLATE_TEST_CASE("atomic add, max, min, xchg, and, or, xor from many programs on the same addresses", "[interp]", int32_t,
-                   uint32_t, int64_t, uint64_t, float, double, tl::f16) {
+TEMPLATE_TEST_CASE("atomic add, max, min, xchg, and, or, xor from many programs on the same addresses", "[interp]",
+                   int32_t, uint32_t, int64_t, uint64_t, float, double, tl::f16) {
   using T = TestType;
   const int n = 1000;
   std::vector<H<T>> x;
   // Positive (the add chain is increasing), and every partial sum exact in T, whatever the order.
   if constexpr (std::is_same_v<T, tl::f16>)
     for (int8_t v : uniform<int8_t>(n, 541, 1, 4)) x.push_back(T(static_cast<float>(v)));
-  else if constexpr (is_fp<T>) x = random_eighths<T>(n, 541, 1, 4);
-  else x = uniform<T>(n, 541, 1, 1000);
+  else if constexpr (is_fp<T>)
+    x = random_eighths<T>(n, 541, 1, 4);
+  else
+    x = uniform<T>(n, 541, 1, 1000);
   std::vector<H<T>> init(kSlots);
   for (int s = 0; s < kSlots; ++s) init[s] = static_cast<H<T>>(T(static_cast<float>(100 + s)));
   for (int op = 0; op < (is_fp<T> ? 4 : 7); ++op) {
@@ -392,10 +467,21 @@ TEMPLATE_TEST_CASE("atomic add, max, min, xchg, and, or, xor from many programs 
         double o = as_double(old[i]), v = as_double(x[i]);
         lhs.insert(o);
         switch (op) {
-          case 0: rhs.insert(o + v); fin += v; break;
-          case 1: rhs.insert(std::max(o, v)); fin = std::max(fin, v); break;
-          case 2: rhs.insert(std::min(o, v)); fin = std::min(fin, v); break;
-          case 3: rhs.insert(v); break;
+          case 0:
+            rhs.insert(o + v);
+            fin += v;
+            break;
+          case 1:
+            rhs.insert(std::max(o, v));
+            fin = std::max(fin, v);
+            break;
+          case 2:
+            rhs.insert(std::min(o, v));
+            fin = std::min(fin, v);
+            break;
+          case 3:
+            rhs.insert(v);
+            break;
           default:
             if constexpr (!is_fp<T>) {
               auto io = static_cast<T>(old[i]), iv = static_cast<T>(x[i]), f = static_cast<T>(fin);
@@ -438,28 +524,27 @@ TEST_CASE("atomic_cas lets exactly one program claim each slot", "[interp]") {
 // acquire-release semantics at GPU scope (docs/language.md), so no update may be lost.
 TEST_CASE("a spin lock of atomic_cas and atomic_xchg protects plain loads and stores", "[interp]") {
   constexpr int kGroups = 3, kBlock = 64, kPrograms = 97, kSpins = 4096;
-  auto k = tl::kernel(
-      "locked_sum", {"x", "partial", "locks", "missed", "G", "BLOCK", "SPINS"},
-      [](tl::Ptr<float> x, tl::Ptr<float> partial, tl::Ptr<int32_t> locks, tl::Ptr<int32_t> missed, tl::Constexpr G,
-         tl::Constexpr BLOCK, tl::Constexpr SPINS) {
-        auto pid = tl::program_id(0);
-        auto cols = tl::arange(0, BLOCK);
-        auto row = tl::load(x + pid * BLOCK + cols);
-        auto g = pid % G;
-        tl::Tile<bool> done = tl::full<bool>({}, false);
-        tl::range(0, SPINS, 1, [&](tl::Int) {
-          tl::if_(!done, [&] {
-            auto old = tl::atomic_cas(locks + g, 0, 1);
-            tl::if_(old == 0, [&] {
-              auto p = partial + g * BLOCK + cols;
-              tl::store(p, tl::load(p) + row);
-              tl::atomic_xchg(locks + g, 0);
-              done = tl::full<bool>({}, true);
-            });
-          });
-        });
-        tl::if_(!done, [&] { tl::atomic_add(missed, 1); });
-      });
+  auto k = tl::kernel("locked_sum", {"x", "partial", "locks", "missed", "G", "BLOCK", "SPINS"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> partial, tl::Ptr<int32_t> locks, tl::Ptr<int32_t> missed,
+                         tl::Constexpr G, tl::Constexpr BLOCK, tl::Constexpr SPINS) {
+                        auto pid = tl::program_id(0);
+                        auto cols = tl::arange(0, BLOCK);
+                        auto row = tl::load(x + pid * BLOCK + cols);
+                        auto g = pid % G;
+                        tl::Tile<bool> done = tl::full<bool>({}, false);
+                        tl::range(0, SPINS, 1, [&](tl::Int) {
+                          tl::if_(!done, [&] {
+                            auto old = tl::atomic_cas(locks + g, 0, 1);
+                            tl::if_(old == 0, [&] {
+                              auto p = partial + g * BLOCK + cols;
+                              tl::store(p, tl::load(p) + row);
+                              tl::atomic_xchg(locks + g, 0);
+                              done = tl::full<bool>({}, true);
+                            });
+                          });
+                        });
+                        tl::if_(!done, [&] { tl::atomic_add(missed, 1); });
+                      });
   std::vector<float> xs(kPrograms * kBlock);
   std::mt19937 gen(11);
   for (auto& v : xs) v = static_cast<float>(gen() % 1000);  // integers: every order of sums is exact
@@ -483,32 +568,33 @@ TEST_CASE("a spin lock of atomic_cas and atomic_xchg protects plain loads and st
 // --- Block pointers -------------------------------------------------------------------------
 TEST_CASE("block pointers: boundary checks, padding and advance in a loop", "[interp]") {
   const int M = 37, N = 53;
-  auto copy = tl::kernel("bp_copy", {"x", "out", "M", "N"},
-                         [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
-                           auto pm = tl::program_id(0) * 16, pn = tl::program_id(1) * 16;
-                           auto src = tl::make_block_ptr(x, {M, N}, {N, 1}, {pm, pn}, {16, 16}, {1, 0});
-                           auto dst = tl::make_block_ptr(out, {M, N}, {N, 1}, {pm, pn}, {16, 16}, {1, 0});
-                           tl::store(dst, tl::load(src, {0, 1}) + 1.0f, {0, 1});
-                         });
-  auto pad = tl::kernel("bp_pad", {"x", "out", "M", "N"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
-    auto src = tl::make_block_ptr(x, {M, N}, {N, 1}, {32, 48}, {16, 16}, {1, 0});
-    auto r = tl::arange(0, 16);
-    auto offs = r(_, newaxis) * 16 + r(newaxis, _);
-    tl::store(out + offs, tl::load(src, {0, 1}, tl::Padding::nan));
-    tl::store(out + 256 + offs, tl::load(src, {0, 1}));
-  });
-  auto rowsum = tl::kernel("bp_rowsum", {"x", "out", "M", "N"},
-                           [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
-                             auto pm = tl::program_id(0) * 16;
-                             auto bp = tl::make_block_ptr(x, {M, N}, {N, 1}, {pm, 0}, {16, 16}, {1, 0});
-                             auto acc = tl::zeros<float>({16});
-                             tl::range(0, N, 16, [&](tl::Int) {
-                               acc += tl::sum(tl::load(bp, {0, 1}), 1);
-                               bp = tl::advance(bp, {0, 16});
-                             });
-                             auto rows = pm + tl::arange(0, 16);
-                             tl::store(out + rows, acc, rows < M);
-                           });
+  auto copy =
+      tl::kernel("bp_copy", {"x", "out", "M", "N"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
+        auto pm = tl::program_id(0) * 16, pn = tl::program_id(1) * 16;
+        auto src = tl::make_block_ptr(x, {M, N}, {N, 1}, {pm, pn}, {16, 16}, {1, 0});
+        auto dst = tl::make_block_ptr(out, {M, N}, {N, 1}, {pm, pn}, {16, 16}, {1, 0});
+        tl::store(dst, tl::load(src, {0, 1}) + 1.0f, {0, 1});
+      });
+  auto pad =
+      tl::kernel("bp_pad", {"x", "out", "M", "N"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
+        auto src = tl::make_block_ptr(x, {M, N}, {N, 1}, {32, 48}, {16, 16}, {1, 0});
+        auto r = tl::arange(0, 16);
+        auto offs = r(_, newaxis) * 16 + r(newaxis, _);
+        tl::store(out + offs, tl::load(src, {0, 1}, tl::Padding::nan));
+        tl::store(out + 256 + offs, tl::load(src, {0, 1}));
+      });
+  auto rowsum =
+      tl::kernel("bp_rowsum", {"x", "out", "M", "N"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N) {
+        auto pm = tl::program_id(0) * 16;
+        auto bp = tl::make_block_ptr(x, {M, N}, {N, 1}, {pm, 0}, {16, 16}, {1, 0});
+        auto acc = tl::zeros<float>({16});
+        tl::range(0, N, 16, [&](tl::Int) {
+          acc += tl::sum(tl::load(bp, {0, 1}), 1);
+          bp = tl::advance(bp, {0, 16});
+        });
+        auto rows = pm + tl::arange(0, 16);
+        tl::store(out + rows, acc, rows < M);
+      });
   auto x = random_eighths<float>(M * N, 551, -8, 8);
   auto xt = tensor<float>(x, {M, N});
   {
@@ -544,29 +630,30 @@ TEST_CASE("block pointers: boundary checks, padding and advance in a loop", "[in
 TEST_CASE("tl::range carries tiles and scalars, nests, and runs zero times when empty", "[interp]") {
   // out[b, c] = sum over i < I, j < J of x[b, i, j, c], plus a loop-carried counter, a 64-bit
   // loop variable and a loop whose bound is a runtime argument (zero trips when trips == 0).
-  auto k = tl::kernel("loops", {"x", "out", "counts", "I", "J", "trips"},
-                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Ptr<int64_t> counts, tl::Int I, tl::Int J, tl::Int trips) {
-                        auto b = tl::program_id(0);
-                        auto c = tl::arange(0, 16);
-                        auto acc = tl::zeros<float>({16});
-                        tl::Int count = 0;
-                        tl::range(0, I, [&](tl::Int i) {
-                          auto row = tl::zeros<float>({16});
-                          tl::range(0, J, [&](tl::Int j) {
-                            row += tl::load(x + ((b * I + i) * J + j) * 16 + c);
-                            count = count + 1;
-                          });
-                          acc = acc + row;
-                        });
-                        tl::store(out + b * 16 + c, acc);
-                        tl::Int64 total = 0;
-                        tl::range(tl::Int64(int64_t{3}), int64_t{3} + trips, [&](tl::Int64 t) { total = total + t; });
-                        tl::Int64 stepped = 0;
-                        tl::range(1, 20, 4, [&](tl::Int s) { stepped = stepped * 100 + s; });  // 1, 5, 9, 13, 17
-                        tl::store(counts + b * 3, count.to<int64_t>());
-                        tl::store(counts + b * 3 + 1, total);
-                        tl::store(counts + b * 3 + 2, stepped);
-                      });
+  auto k = tl::kernel(
+      "loops", {"x", "out", "counts", "I", "J", "trips"},
+      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Ptr<int64_t> counts, tl::Int I, tl::Int J, tl::Int trips) {
+        auto b = tl::program_id(0);
+        auto c = tl::arange(0, 16);
+        auto acc = tl::zeros<float>({16});
+        tl::Int count = 0;
+        tl::range(0, I, [&](tl::Int i) {
+          auto row = tl::zeros<float>({16});
+          tl::range(0, J, [&](tl::Int j) {
+            row += tl::load(x + ((b * I + i) * J + j) * 16 + c);
+            count = count + 1;
+          });
+          acc = acc + row;
+        });
+        tl::store(out + b * 16 + c, acc);
+        tl::Int64 total = 0;
+        tl::range(tl::Int64(int64_t{3}), int64_t{3} + trips, [&](tl::Int64 t) { total = total + t; });
+        tl::Int64 stepped = 0;
+        tl::range(1, 20, 4, [&](tl::Int s) { stepped = stepped * 100 + s; });  // 1, 5, 9, 13, 17
+        tl::store(counts + b * 3, count.to<int64_t>());
+        tl::store(counts + b * 3 + 1, total);
+        tl::store(counts + b * 3 + 2, stepped);
+      });
   const int B = 3, I = 5, J = 3;
   auto x = random_eighths<float>(B * I * J * 16, 561, -4, 4);
   for (int trips : {0, 4}) {
@@ -598,10 +685,12 @@ TEST_CASE("tl::if_ picks a branch per program; variables assigned in it flow out
                         auto mask = offs < n;
                         auto v = tl::load(x + offs, mask);
                         tl::Float scale = 1.0f;
-                        tl::if_(pid % 2 == 0, [&] { v = v * 2; }, [&] {
-                          v = v - 1;
-                          scale = 3.0f;
-                        });
+                        tl::if_(
+                            pid % 2 == 0, [&] { v = v * 2; },
+                            [&] {
+                              v = v - 1;
+                              scale = 3.0f;
+                            });
                         tl::if_(pid == 3, [&] { v = -v; });  // no else
                         tl::range(0, 2, [&](tl::Int i) {
                           tl::if_(i == 1, [&] { v = v + 0.5f; });  // inside a loop
@@ -626,7 +715,8 @@ TEST_CASE("tl::if_ picks a branch per program; variables assigned in it flow out
 // --- Random numbers -------------------------------------------------------------------------
 TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors", "[interp]") {
   using tiledsl::runtime::philox4x32;
-  CHECK(philox4x32({0, 0, 0, 0}, {0, 0}, 10) == std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+  CHECK(philox4x32({0, 0, 0, 0}, {0, 0}, 10) ==
+        std::array<uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
   CHECK(philox4x32({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}, 10) ==
         std::array<uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
   // The kernel's randint4x with seed 0 at offset 0 is the first vector.
@@ -778,14 +868,16 @@ TEST_CASE("results do not depend on the interpreter's thread count", "[interp]")
     setenv("TILEDSL_INTERPRETER_THREADS", threads, 1);
     REQUIRE(tiledsl::runtime::default_interpreter_threads() == std::atoi(threads));
     auto c = poison<float>({M, N});
-    matmul_kernel<float>()[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](tensor<float>(a, {M, K}), tensor<float>(b, {K, N}),
-                                                                        c, M, N, K, 16, 16, 16);
+    matmul_kernel<float>()[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](
+        tensor<float>(a, {M, K}), tensor<float>(b, {K, N}), c, M, N, K, 16, 16, 16);
     return host<float>(c);
   };
   auto one = run("1");
   auto four = run("4");
-  if (saved) setenv("TILEDSL_INTERPRETER_THREADS", saved_value.c_str(), 1);
-  else unsetenv("TILEDSL_INTERPRETER_THREADS");
+  if (saved)
+    setenv("TILEDSL_INTERPRETER_THREADS", saved_value.c_str(), 1);
+  else
+    unsetenv("TILEDSL_INTERPRETER_THREADS");
   REQUIRE(std::memcmp(one.data(), four.data(), one.size() * sizeof(float)) == 0);
   require_equal(one, dot_ref<float>(a, b, std::vector<float>(M * N, 0.0f), M, N, K));
 }

@@ -3,7 +3,6 @@
 // pipeline (verified after each pass). remove_convert_layouts is checked on IR with layouts,
 // which the text form cannot spell yet.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <map>
 #include <random>
@@ -316,16 +315,16 @@ TEST_CASE("passes: canonicalize, cse and dce keep elementwise results bit for bi
   std::mt19937 gen(7);
   for (auto& v : y) v = static_cast<int32_t>(gen());
   check_kernel(kElementwise,
-               {buffer(random_floats(n, 1)), buffer(y), buffer(std::vector<float>(n)),
-                buffer(std::vector<int32_t>(n)), integer(static_cast<int64_t>(n))},
+               {buffer(random_floats(n, 1)), buffer(y), buffer(std::vector<float>(n)), buffer(std::vector<int32_t>(n)),
+                integer(static_cast<int64_t>(n))},
                {4, 1, 1}, true);
 }
 
 TEST_CASE("passes: canonicalize, cse and dce keep tile, loop and atomic results bit for bit", "[unit]") {
-  check_kernel(kTiles,
-               {buffer(random_floats(256, 2)), buffer(std::vector<float>(288)), buffer(std::vector<int32_t>(2)),
-                integer(3)},
-               {2, 1, 1}, true);
+  check_kernel(
+      kTiles,
+      {buffer(random_floats(256, 2)), buffer(std::vector<float>(288)), buffer(std::vector<int32_t>(2)), integer(3)},
+      {2, 1, 1}, true);
 }
 
 TEST_CASE("remove-convert-layouts: identity, chains, splats and aranges", "[unit]") {
@@ -354,7 +353,7 @@ TEST_CASE("remove-convert-layouts: identity, chains, splats and aranges", "[unit
   ir::Value* val = op(OpKind::Load, {q}, tile(f32, l2));
   ir::Value* same = op(OpKind::ConvertLayout, {val}, tile(f32, l2));  // to its own layout: removed
   ir::Value* c1 = op(OpKind::ConvertLayout, {same}, tile(f32, l3));
-  ir::Value* c2 = op(OpKind::ConvertLayout, {c1}, tile(f32, l1));  // one conversion from val
+  ir::Value* c2 = op(OpKind::ConvertLayout, {c1}, tile(f32, l1));    // one conversion from val
   ir::Value* back = op(OpKind::ConvertLayout, {c2}, tile(f32, l2));  // back to val's: none
   ir::Value* s = op(OpKind::Splat, {v}, tile(f32, l1));
   ir::Value* s2 = op(OpKind::ConvertLayout, {s}, tile(f32, l2));  // rematerialised as a splat
@@ -391,8 +390,7 @@ TEST_CASE("remove-convert-layouts: identity, chains, splats and aranges", "[unit
   CHECK_FALSE(passes::remove_convert_layouts(f));
 }
 
-TEST_CASE("masked lanes: a load's masked-off elements are unread only when stores under its mask take them",
-          "[unit]") {
+TEST_CASE("masked lanes: a load's masked-off elements are unread only when stores under its mask take them", "[unit]") {
   const char* kLoads = R"IR(
 kernel @masked_loads(%x: ptr<f32>, %out: ptr<f32>, %n: i32, %m: i32) {
   %r = arange() {end = 64, start = 0} : tile<64xi32>
@@ -441,8 +439,8 @@ kernel @masked_loads(%x: ptr<f32>, %out: ptr<f32>, %n: i32, %m: i32) {
   std::set<std::string> names;
   std::map<const ir::Op*, std::string> load_names;
   // The loads in program order, named as in the text above.
-  const std::vector<std::string> order{"through_math", "unmasked_store", "other_store_mask", "decides_mask", "carried",
-                                       "summed"};
+  const std::vector<std::string> order{"through_math", "unmasked_store", "other_store_mask",
+                                       "decides_mask", "carried",        "summed"};
   size_t k = 0;
   ir::walk(f->body, [&](const ir::Op* op) {
     if (op->kind == OpKind::Load) load_names[op] = order.at(k++);

@@ -1,10 +1,9 @@
 // Several threads launching (and so tracing and compiling) kernels at once: every result is
 // right and each specialisation is traced exactly once.
-#include <catch2/catch.hpp>
-
 #include <tiledsl/tiledsl.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <thread>
 
