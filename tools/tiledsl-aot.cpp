@@ -19,6 +19,7 @@
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
 #include "runtime/cuda/NvJitLink.h"
+#include "runtime/cuda/Ptxas.h"
 #include "tiledsl/error.h"
 #include "tools/ToolOptions.h"
 
@@ -45,17 +46,6 @@ std::string read(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// ptxas from --ptxas, PATH or /usr/local/cuda/bin; empty when none.
-std::string find_ptxas(const std::string& given) {
-  if (!given.empty()) return given;
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream dirs(path);
-    for (std::string d; std::getline(dirs, d, ':');)
-      if (fs::exists(fs::path(d) / "ptxas")) return (fs::path(d) / "ptxas").string();
-  }
-  return fs::exists("/usr/local/cuda/bin/ptxas") ? "/usr/local/cuda/bin/ptxas" : "";
 }
 
 std::string c_type(const ir::Type& t) {
@@ -134,11 +124,11 @@ int main(int argc, char** argv) {
     std::optional<std::string> c;
     if (o.ptxas.empty() && (c = cuda::nvjitlink_compile(ptx, o.arch, traced_name))) {
       cubin = *c;
-    } else if (std::string ptxas = find_ptxas(o.ptxas); !ptxas.empty()) {
-      std::string cmd =
-          fmt::format("'{}' -arch={} '{}.ptx' -o '{}.cubin'", ptxas, o.arch, base.string(), base.string());
-      if (std::system(cmd.c_str()) != 0) throw Error("tiledsl-aot: ptxas failed: " + cmd);
-      cubin = read(base.string() + ".cubin");
+    } else if (std::string ptxas = cuda::find_ptxas(o.ptxas); !ptxas.empty()) {
+      cuda::PtxasRun r = cuda::run_ptxas(ptxas, ptx, o.arch);
+      if (r.status != 0) throw Error(fmt::format("tiledsl-aot: {} failed (status {}): {}", ptxas, r.status, r.log));
+      cubin = r.cubin;
+      std::ofstream(base.string() + ".cubin", std::ios::binary) << cubin;
     }
     const std::string& image = cubin.empty() ? ptx : cubin;
 

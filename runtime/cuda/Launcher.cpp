@@ -19,6 +19,7 @@
 #include "ir/Printer.h"
 #include "runtime/cuda/DiskCache.h"
 #include "runtime/cuda/NvJitLink.h"
+#include "runtime/cuda/Ptxas.h"
 #include "support/Env.h"
 #include "tiledsl/error.h"
 
@@ -69,39 +70,13 @@ const std::string& ptxas_path() {
   return path;
 }
 
-// ptxas for reading resource usage without a GPU: TILEDSL_PTXAS_PATH, the toolkit's, or PATH's.
-std::string any_ptxas() {
-  if (!ptxas_path().empty()) return ptxas_path();
-  if (std::filesystem::exists("/usr/local/cuda/bin/ptxas")) return "/usr/local/cuda/bin/ptxas";
-  return "ptxas";
-}
-
 // PTX to a cubin with ptxas as a child process; nothing when ptxas is absent or fails (the
 // driver's JIT then reports what is wrong).
-std::optional<std::string> ptxas_compile(const std::string& ptx, const std::string& arch, const std::string& name) {
+std::optional<std::string> ptxas_compile(const std::string& ptx, const std::string& arch) {
   if (ptxas_path().empty()) return std::nullopt;
-  auto dir = std::filesystem::temp_directory_path();
-  std::string stem =
-      fmt::format("tiledsl-{}-{}-{}", name, getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  std::string in = (dir / (stem + ".ptx")).string(), out = (dir / (stem + ".cubin")).string();
-  std::ofstream(in) << ptx;
-  std::string arch_flag = "-arch=" + arch;
-  const char* argv[] = {ptxas_path().c_str(), arch_flag.c_str(), in.c_str(), "-o", out.c_str(), nullptr};
-  pid_t pid = 0;
-  int status = -1;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char* const*>(argv), environ) == 0)
-    waitpid(pid, &status, 0);
-  std::optional<std::string> cubin;
-  if (status == 0) {
-    std::ifstream f(out, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    if (!ss.str().empty()) cubin = ss.str();
-  }
-  std::error_code ec;
-  std::filesystem::remove(in, ec);
-  std::filesystem::remove(out, ec);
-  return cubin;
+  cuda::PtxasRun r = cuda::run_ptxas(ptxas_path(), ptx, arch);
+  if (r.status != 0 || r.cubin.empty()) return std::nullopt;
+  return r.cubin;
 }
 
 // PTX to a cubin with the driver's own JIT linker, so the disk cache can hold machine code and a
@@ -163,7 +138,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
     // driver's JIT. A cubin the driver will not load (from a toolkit newer than the driver) falls
     // back to the JIT, and nvJitLink is not asked again.
     static std::atomic<bool> nvjitlink_rejected{false};
-    std::optional<std::string> cubin = ptxas_compile(fresh.ptx, arch, f.name);
+    std::optional<std::string> cubin = ptxas_compile(fresh.ptx, arch);
     if (cubin)
       linker = "ptxas";
     else if (!nvjitlink_rejected && (cubin = cuda::nvjitlink_compile(fresh.ptx, arch, f.name)))
@@ -234,17 +209,8 @@ ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch) {
     return u;
   }
   // No GPU: ask ptxas (from PATH or the toolkit), whose -v report has the same figures.
-  std::string ptxas = any_ptxas();
-  auto tmp = std::filesystem::temp_directory_path() / fmt::format("tiledsl-{}-{}.ptx", bin.entry, getpid());
-  std::ofstream(tmp) << bin.ptx;
-  std::string cmd = fmt::format("'{}' -arch={} -v '{}' -o /dev/null 2>&1", ptxas, arch, tmp.string());
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    if (pclose(p) != 0) out.clear();
-  }
-  std::filesystem::remove(tmp);
+  cuda::PtxasRun run = cuda::run_ptxas(cuda::find_ptxas(ptxas_path()), bin.ptx, arch, /*verbose=*/true);
+  std::string out = run.status == 0 ? run.log : std::string();
   auto number_before = [&](const std::string& what) {
     size_t at = out.find(what);
     if (at == std::string::npos) return 0;
@@ -263,15 +229,18 @@ ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch) {
 }
 
 void launch_gpu_kernel(const GpuKernel& k, std::span<const GpuArg> args, std::array<int64_t, 3> grid, void* stream) {
-  constexpr size_t kMaxArgs = 64;
-  if (args.size() > kMaxArgs) throw Error(fmt::format("kernel '{}': more than {} arguments", k.name, kMaxArgs));
-  std::array<void*, kMaxArgs> ptrs;
+  // Fixed storage for the usual kernel; more arguments than that go to the heap (the driver
+  // reports a parameter list over its 4 KiB limit).
+  std::array<void*, 64> fixed;
+  std::vector<void*> heap;
+  if (args.size() > fixed.size()) heap.resize(args.size());
+  void** ptrs = heap.empty() ? fixed.data() : heap.data();
   for (size_t i = 0; i < args.size(); ++i) ptrs[i] = const_cast<uint64_t*>(&args[i].bits);
   const cuda::Driver* d = cuda::driver();
-  cuda::CUresult r = d->cuLaunchKernel(k.function, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
-                                       static_cast<unsigned>(grid[2]), static_cast<unsigned>(32 * k.num_warps), 1, 1,
-                                       static_cast<unsigned>(k.shared_bytes), static_cast<cuda::CUstream>(stream),
-                                       ptrs.data(), nullptr);
+  cuda::CUresult r =
+      d->cuLaunchKernel(k.function, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
+                        static_cast<unsigned>(grid[2]), static_cast<unsigned>(32 * k.num_warps), 1, 1,
+                        static_cast<unsigned>(k.shared_bytes), static_cast<cuda::CUstream>(stream), ptrs, nullptr);
   if (r != 0)
     cuda::check(r, "cuLaunchKernel",
                 fmt::format(" (kernel '{}', grid ({}, {}, {}), block {}, {} bytes of shared memory)", k.name, grid[0],

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "runtime/cuda/Launcher.h"
+#include "runtime/cuda/Ptxas.h"
 
 namespace tl = tiledsl;
 
@@ -75,4 +76,29 @@ TEST_CASE("the compiler warm-up compiles a kernel, writes no dumps, and can be t
   setenv("TILEDSL_WARM_COMPILER", "0", 1);
   CHECK(!tiledsl::runtime::warm_up_compiler());
   unsetenv("TILEDSL_WARM_COMPILER");
+}
+
+TEST_CASE("ptxas runs as a child process without a shell: paths with quotes and spaces work", "[ptx]") {
+  std::string ptxas = tiledsl::cuda::find_ptxas();
+  if (ptxas.empty()) {
+    WARN("no ptxas here: nothing to check");
+    return;
+  }
+  auto c = rowsum.compile(tl::Tensor::rand({3, 100}, 1, tl::DType::f32, tl::Device::cpu),
+                          tl::Tensor::empty({3}, tl::DType::f32, tl::Device::cpu), 100, 128);
+  // A ptxas reached through a name a shell command string would break on.
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tiledsl ptxas 'test' " + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  auto odd = dir / "pt'x as";
+  std::filesystem::create_symlink(ptxas, odd);
+  tiledsl::cuda::PtxasRun ok = tiledsl::cuda::run_ptxas(odd.string(), c.ptx, "sm_90", /*verbose=*/true);
+  CHECK(ok.status == 0);
+  CHECK(ok.cubin.size() > 100);
+  CHECK(ok.log.find("registers") != std::string::npos);  // -v reports the resources
+  tiledsl::cuda::PtxasRun bad = tiledsl::cuda::run_ptxas(odd.string(), "this is not PTX", "sm_90");
+  CHECK(bad.status != 0);
+  CHECK(bad.cubin.empty());
+  CHECK(!bad.log.empty());  // ptxas says what is wrong
+  std::filesystem::remove_all(dir);
 }
