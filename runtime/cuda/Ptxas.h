@@ -14,9 +14,9 @@ namespace tiledsl::cuda {
 std::string find_ptxas(const std::string& preferred = "");
 
 struct PtxasRun {
-  int status = -1;     // the exit status; -1 when it could not be started
-  std::string log;     // what it printed (stdout and stderr)
-  std::string cubin;   // the machine code, when it succeeded
+  int status = -1;    // the exit status; -1 when it could not be started
+  std::string log;    // what it printed (stdout and stderr)
+  std::string cubin;  // the machine code, when it succeeded
 };
 
 // Assembles `ptx` for `arch` (sm_80, ...) with `ptxas`; `verbose` adds -v (registers, spills,
