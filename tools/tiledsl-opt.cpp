@@ -10,6 +10,7 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "passes/AxisInfo.h"
 #include "passes/Pipeline.h"
 #include "tools/ToolOptions.h"
 
@@ -21,6 +22,7 @@ const char* kUsage =
     "  --no-verify        do not run the verifier on the input\n"
     "  --pass=NAME        run pass NAME (repeatable; in the order given, verifying after each)\n"
     "  --list-passes      print every pass, in pipeline order, with what it does\n"
+    "  --print-axis-info  after the passes asked for, print the axis analysis of every value\n"
     "  --assign-layouts   same as --pass=assign-layouts\n"
     "  --num-warps=N      warps per program for layouts and codegen: 1, 2, 4, 8, 16 or 32 (default 4)\n"
     "  --emit=llvm|ptx    run the pass pipeline and print LLVM IR (after O3) or PTX\n"
@@ -33,7 +35,7 @@ bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p,
 
 int main(int argc, char** argv) {
   std::string path, emit, arch = tiledsl::codegen::kDefaultArch;
-  bool locations = true, verify = true, optimize = true, fp_fusion = true;
+  bool locations = true, verify = true, optimize = true, fp_fusion = true, axis_info = false;
   std::vector<const tiledsl::passes::PassInfo*> passes;
   int num_warps = 4;
   for (int i = 1; i < argc; ++i) {
@@ -54,7 +56,9 @@ int main(int argc, char** argv) {
     } else if (a == "--list-passes") {
       for (const auto& p : tiledsl::passes::pipeline_passes()) std::cout << p.name << "\n  " << p.description << "\n";
       return 0;
-    } else if (a == "--O0")
+    } else if (a == "--print-axis-info")
+      axis_info = true;
+    else if (a == "--O0")
       optimize = false;
     else if (a == "--no-fp-fusion")
       fp_fusion = false;
@@ -113,7 +117,7 @@ int main(int argc, char** argv) {
       p->run(*f, popts);
       tiledsl::ir::verify(*f);
     }
-    std::cout << tiledsl::ir::print(*f, {locations});
+    std::cout << (axis_info ? tiledsl::passes::print_axis_info(*f) : tiledsl::ir::print(*f, {locations}));
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";
     return 1;

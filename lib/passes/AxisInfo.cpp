@@ -1,5 +1,8 @@
 #include "passes/AxisInfo.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -122,8 +125,11 @@ class Analysis {
         return out;
       }
       case OpKind::MultipleOf:
+        // The largest power of two dividing the hint: alignment is what divisibility is for (a
+        // multiple of 12 bytes is 4-byte aligned, not 8).
         out = operand(0);
-        for (size_t d = 0; d < out.divisibility.size(); ++d) out.divisibility[d] = op.attr_ints("values")[d];
+        for (size_t d = 0; d < out.divisibility.size(); ++d)
+          out.divisibility[d] = pow2_divisor(op.attr_ints("values")[d]);
         return out;
       case OpKind::MaxContiguous:
         out = operand(0);
@@ -146,7 +152,10 @@ class Analysis {
       case OpKind::Mul: {
         const AxisInfo &a = operand(0), &b = operand(1);
         for (size_t d = 0; d < out.contiguity.size(); ++d) {
-          out.divisibility[d] = std::min(kMaxDiv, a.divisibility[d] * b.divisibility[d]);
+          // A run [k, k+1, ...] has k's divisibility only at its first element: multiplied, each
+          // element is a run of its own, so the run counts as divisible by 1 (as Triton does).
+          int64_t da = a.contiguity[d] > 1 ? 1 : a.divisibility[d], db = b.contiguity[d] > 1 ? 1 : b.divisibility[d];
+          out.divisibility[d] = std::min(kMaxDiv, da * db);
           out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
         }
         return out;
@@ -201,6 +210,38 @@ class Analysis {
 }  // namespace
 
 AxisInfoMap analyze_axes(const ir::Function& f) { return Analysis(f).run(); }
+
+namespace {
+void print_values(const ir::Block& b, const AxisInfoMap& info, unsigned& next, std::string& out) {
+  auto line = [&](const std::string& name, const ir::Value* v) {
+    auto it = info.find(v);
+    if (it == info.end()) return;
+    const AxisInfo& a = it->second;
+    out += fmt::format("{}: contiguity = [{}], divisibility = [{}], constancy = [{}]\n", name,
+                       fmt::join(a.contiguity, ", "), fmt::join(a.divisibility, ", "), fmt::join(a.constancy, ", "));
+  };
+  for (const auto& op : b.ops) {
+    for (const auto& r : op->results) line(fmt::format("%{}", next++), r.get());
+    for (const auto& region : op->regions) {
+      for (const auto& a : region->args) line(fmt::format("%{}", next++), a.get());
+      print_values(*region, info, next, out);
+    }
+  }
+}
+}  // namespace
+
+std::string print_axis_info(const ir::Function& f) {
+  AxisInfoMap info = analyze_axes(f);
+  std::string out;
+  for (size_t i = 0; i < f.num_args(); ++i) {
+    const AxisInfo& a = info.at(f.arg(i));
+    out += fmt::format("%{}: contiguity = [{}], divisibility = [{}], constancy = [{}]\n", f.arg_names[i],
+                       fmt::join(a.contiguity, ", "), fmt::join(a.divisibility, ", "), fmt::join(a.constancy, ", "));
+  }
+  unsigned next = 0;
+  print_values(f.body, info, next, out);
+  return out;
+}
 
 int memory_vector_width(const ir::Op& op, const AxisInfoMap& info) {
   const ir::Value* ptr = op.operands[0];

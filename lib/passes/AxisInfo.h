@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -22,6 +23,11 @@ struct AxisInfo {
 using AxisInfoMap = std::unordered_map<const ir::Value*, AxisInfo>;
 
 AxisInfoMap analyze_axes(const ir::Function& f);
+
+// The analysis of every value, one line each, named as the printer names them
+// ("%5: contiguity = [1024], divisibility = [1024], constancy = [1]"): `tiledsl-opt
+// --print-axis-info` and its lit tests.
+std::string print_axis_info(const ir::Function& f);
 
 // The widest vector (in elements) a load or store `op` may use along the last dimension:
 // min(16 bytes, contiguity, alignment, constancy of the mask). 1 for scalar accesses.
