@@ -6,18 +6,17 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <new>
 #include <set>
 
 #include "frontend/Trace.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "runtime/Backend.h"
+#include "runtime/Dispatch.h"
 #include "runtime/Interpreter.h"
 #include "runtime/cuda/Launcher.h"
 #include "support/Env.h"
@@ -251,35 +250,6 @@ const runtime::GpuKernel* gpu_kernel(KernelImpl& k, detail::Specialization& spec
   return slot.get();  // loaded kernels live as long as the specialisation
 }
 
-void launch_gpu(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o, std::span<const LaunchArg> args,
-                Dim3 grid) {
-  const runtime::GpuKernel* gk = gpu_kernel(k, spec, o);
-  // Fixed storage for the usual kernel; one with more parameters packs into the heap.
-  std::array<runtime::GpuArg, 64> fixed;
-  std::vector<runtime::GpuArg> heap;
-  if (args.size() > fixed.size()) heap.resize(args.size());
-  std::span<runtime::GpuArg> packed = heap.empty() ? std::span(fixed) : std::span(heap);
-  size_t n = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    uint64_t bits = 0;
-    switch (k.specs[i].kind) {
-      case ParamKind::constexpr_:
-        continue;
-      case ParamKind::pointer:
-        bits = reinterpret_cast<uintptr_t>(args[i].t->data_ptr());
-        break;
-      case ParamKind::f32: {
-        float f = static_cast<float>(args[i].kind == LaunchArg::floating ? args[i].f : static_cast<double>(args[i].i));
-        std::memcpy(&bits, &f, 4);
-        break;
-      }
-      default:
-        bits = static_cast<uint64_t>(args[i].i);
-    }
-    packed[n++] = {bits};
-  }
-  runtime::launch_gpu_kernel(*gk, std::span(packed.data(), n), {grid.x, grid.y, grid.z}, o.stream);
-}
 }  // namespace
 
 bool default_fp_fusion() {
@@ -364,36 +334,8 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
                d.x, d.y, d.z);
   auto spec = specialise(k, args);
   dump_ir(*spec, k.mu, o.num_warps);
-  if (device == Device::cuda) return launch_gpu(k, *spec, o, args, d);
-  std::vector<runtime::InterpArg> iargs;
-  for (size_t i = 0; i < args.size(); ++i) {
-    runtime::InterpArg a;
-    a.kind = runtime::InterpArg::integer;
-    a.name = k.params[i];
-    switch (k.specs[i].kind) {
-      case ParamKind::constexpr_:
-        continue;
-      case ParamKind::pointer:
-        a.kind = runtime::InterpArg::pointer;
-        a.base = args[i].t->data_ptr();
-        a.bytes = args[i].t->nbytes();
-        break;
-      case ParamKind::f32:
-        a.kind = runtime::InterpArg::floating;
-        a.f = args[i].kind == LaunchArg::floating ? args[i].f : static_cast<double>(args[i].i);
-        break;
-      default:
-        a.i = args[i].i;
-    }
-    iargs.push_back(std::move(a));
-  }
-  try {
-    runtime::interpret(*spec->fn, iargs, {d.x, d.y, d.z}, runtime::default_interpreter_threads());
-  } catch (const std::bad_alloc&) {
-    user_error(where(g.loc()), k.name, "launch",
-               "the interpreter ran out of host memory for the kernel's tiles "
-               "(each value of a program is held whole; use smaller tiles)");
-  }
+  if (device == Device::cuda) return runtime::launch_on_gpu(*gpu_kernel(k, *spec, o), k.specs, args, d, o.stream);
+  runtime::launch_in_interpreter(*spec->fn, k.specs, k.params, args, d, where(g.loc()));
 }
 
 std::string Kernel::ir_for(std::span<const LaunchArg> args, bool locations, SourceLoc loc) const {

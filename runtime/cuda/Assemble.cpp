@@ -55,7 +55,6 @@ std::string link_ptx(const cuda::Driver& d, const std::string& ptx, const std::s
   return out;
 }
 
-
 std::string assemble_and_load(const cuda::Driver& d, const std::string& ptx, const std::string& arch,
                               const std::string& name, cuda::CUmodule* module, const char** linker) {
   static std::atomic<bool> nvjitlink_rejected{false};
