@@ -40,9 +40,8 @@ void launch_on_gpu(const GpuKernel& k, std::span<const ParamSpec> specs, std::sp
   launch_gpu_kernel(k, std::span(packed.data(), n), {grid.x, grid.y, grid.z}, stream);
 }
 
-void launch_in_interpreter(const ir::Function& f, std::span<const ParamSpec> specs,
-                           std::span<const std::string> names, std::span<const LaunchArg> args, Dim3 grid,
-                           const std::string& where) {
+void launch_in_interpreter(const ir::Function& f, std::span<const ParamSpec> specs, std::span<const std::string> names,
+                           std::span<const LaunchArg> args, Dim3 grid, const std::string& where) {
   std::vector<InterpArg> iargs;
   for (size_t i = 0; i < args.size(); ++i) {
     InterpArg a;

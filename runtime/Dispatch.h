@@ -21,8 +21,7 @@ void launch_on_gpu(const GpuKernel& k, std::span<const ParamSpec> specs, std::sp
 // Runs the traced kernel `f` in the interpreter; `names` are the parameters' names (the memory
 // checker names the argument an access falls outside of). Running out of host memory is an
 // error that `where` (the launch's file:line) names.
-void launch_in_interpreter(const ir::Function& f, std::span<const ParamSpec> specs,
-                           std::span<const std::string> names, std::span<const detail::LaunchArg> args, Dim3 grid,
-                           const std::string& where);
+void launch_in_interpreter(const ir::Function& f, std::span<const ParamSpec> specs, std::span<const std::string> names,
+                           std::span<const detail::LaunchArg> args, Dim3 grid, const std::string& where);
 
 }  // namespace tiledsl::runtime

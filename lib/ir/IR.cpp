@@ -93,7 +93,14 @@ bool is_identifier(const std::string& s) {
   return true;
 }
 
-std::string Location::str() const { return file + ":" + std::to_string(line); }
+std::string Location::str() const {
+  // One line whatever the file is called: a control character (a newline in a parsed loc("..."))
+  // would split the message.
+  std::string f = file;
+  for (char& c : f)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return f + ":" + std::to_string(line);
+}
 
 Value* Op::add_result(Type t) {
   auto v = std::make_unique<Value>();

@@ -55,19 +55,21 @@ void split_test(const std::string& text, std::vector<std::string>& out) {
   }
 }
 
-void collect(const fs::path& p, std::vector<std::string>& out) {
+// A folder gives its .tir and .test files; a file named on the command line is read whatever
+// its name (libFuzzer's crash-* files).
+void collect(const fs::path& p, std::vector<std::string>& out, bool named = true) {
   if (fs::is_directory(p)) {
     std::vector<fs::path> entries;
     for (const auto& e : fs::recursive_directory_iterator(p))
       if (e.is_regular_file()) entries.push_back(e.path());
     std::sort(entries.begin(), entries.end());  // the same order on every machine
-    for (const auto& e : entries) collect(e, out);
+    for (const auto& e : entries) collect(e, out, false);
     return;
   }
-  if (p.extension() == ".tir")
-    out.push_back(read(p));
-  else if (p.extension() == ".test")
+  if (p.extension() == ".test")
     split_test(read(p), out);
+  else if (p.extension() == ".tir" || named)
+    out.push_back(read(p));
 }
 }  // namespace
 
@@ -110,7 +112,7 @@ int main(int argc, char** argv) {
   for (long i = 0; i < mutants; ++i) run(tiledsl::fuzz::mutate_ir(seeds[rng() % seeds.size()], rng));
   using O = tiledsl::fuzz::Outcome;
   std::printf(
-      "%zu seeds, %ld inputs: %ld rejected, %ld compiled, %ld verified but unsupported by codegen "
+      "%zu seeds, %ld inputs: %ld rejected, %ld compiled, %ld verified but unsupported by codegen"
       "; slowest %.2f s; no findings\n",
       seeds.size(), static_cast<long>(seeds.size()) + mutants, counts[static_cast<int>(O::Rejected)],
       counts[static_cast<int>(O::Compiled)], counts[static_cast<int>(O::Unsupported)], slowest);

@@ -147,3 +147,11 @@ TEST_CASE("tracing produces the expected IR, with loop-carried values", "[unit]"
         "  store(%20, %5)\n"
         "}\n");
 }
+
+TEST_CASE("a location whose file name holds a newline still gives a one-line message", "[unit]") {
+  // Found by the fuzzer: loc("a\nb.cpp":7:3) split the verifier's message in two.
+  auto f = parse(
+      "kernel @k() {\n  %0 = arange() {end = 16, start = 0} : tile<16xi32>\n"
+      "  %1 = trans(%0) : tile<16xi32> loc(\"a\nb.cpp\":7:3)\n}\n");
+  REQUIRE_THROWS_WITH(verify(*f), "a?b.cpp:7: verifier: in kernel 'k': trans: needs the attribute 'perm'");
+}
