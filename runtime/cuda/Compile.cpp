@@ -12,6 +12,7 @@
 #include "ir/Printer.h"
 #include "passes/Pipeline.h"
 #include "runtime/Files.h"
+#include "runtime/cuda/Driver.h"
 #include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/NvJitLink.h"
 #include "support/Env.h"
@@ -52,6 +53,12 @@ GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, con
   bin.llvm_ir = std::move(c.llvm_ir);
   return bin;
 }
+
+namespace {
+// The driver runs the compiler's start-up while cuInit runs (Driver.h); registered when this
+// file, the runtime's bridge to the compiler, is part of the program.
+const bool kWarmUpRegistered = (cuda::set_init_companion([] { warm_up_compiler(); }), true);
+}  // namespace
 
 bool warm_up_compiler() {
   if (!env::flag(env::Var::TILEDSL_WARM_COMPILER, true)) return false;

@@ -3,17 +3,22 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
 
-#include "runtime/cuda/Launcher.h"
 #include "support/Env.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::cuda {
 
 namespace {
+std::atomic<void (*)()>& init_companion() {
+  static std::atomic<void (*)()> fn{nullptr};
+  return fn;
+}
+
 struct Loaded {
   Driver d;
   bool ok = false;
@@ -38,10 +43,10 @@ Loaded load() {
 #include "runtime/cuda/DriverApi.def"
 #undef TILEDSL_CU
   // cuInit and the context take about 200 ms of CPU time. Meanwhile the calling thread, which is
-  // the one likely to compile the first kernel, starts the compiler up: LLVM (target
-  // registration, pass registries, first touch of its code) and nvJitLink, whose memory pools are
-  // per thread (docs/benchmarks.md, run 16). Joined before returning: no thread outlives this
-  // function.
+  // the one likely to compile the first kernel, runs the companion the runtime registered: the
+  // compiler's start-up (LLVM's registries, nvJitLink's per-thread pools; bench/results/
+  // history-runs-1-to-39.md, run 16). The driver itself knows nothing of the compiler. Joined
+  // before returning: no thread outlives this function.
   auto start = [](Loaded& l) {
     int count = 0;
     CUdevice dev = 0;
@@ -62,7 +67,7 @@ Loaded load() {
     l.ok = true;
   };
   std::thread init([&] { start(l); });
-  runtime::warm_up_compiler();
+  if (void (*companion)() = init_companion().load()) companion();
   init.join();
   return l;
 }
@@ -82,6 +87,8 @@ const Loaded& loaded() {
   return l;
 }
 }  // namespace
+
+void set_init_companion(void (*fn)()) { init_companion() = fn; }
 
 const Driver* driver(std::string* why) {
   const Loaded& l = loaded();

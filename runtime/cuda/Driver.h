@@ -45,6 +45,12 @@ struct Driver {
 // Loaded once; thread-safe.
 const Driver* driver(std::string* why = nullptr);
 
+// A function the thread that first asks for the driver runs while another thread initialises it
+// (cuInit and the primary context, about 200 ms): the runtime registers the compiler's start-up
+// (runtime/cuda/Compile.cpp), so the driver does not depend on the compiler. Set before the
+// first call of driver() to take effect.
+void set_init_companion(void (*fn)());
+
 // Throws tiledsl::Error "<call> failed: <CUDA_ERROR_NAME> (<description>)<context>" unless r == 0.
 void check(CUresult r, const char* call, const std::string& context = "");
 
