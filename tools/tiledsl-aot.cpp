@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--num-warps=", 0) == 0)
       o.num_warps = tools::num_warps_option("tiledsl-aot", value("--num-warps="));
     else if (a.rfind("--num-stages=", 0) == 0)
-      o.num_stages = tools::int_option("tiledsl-aot", "--num-stages", value("--num-stages="), 1, 8);
+      o.num_stages = tools::int_option("tiledsl-aot", "--num-stages", value("--num-stages="), 1, ir::kMaxNumStages);
     else if (a.rfind("--name=", 0) == 0)
       o.name = value("--name=");
     else if (a.rfind("--out-dir=", 0) == 0)

@@ -100,6 +100,8 @@ inline constexpr FloatFormat kBF16{8, 7, true, false};
 inline constexpr FloatFormat kF8E4M3{4, 3, false, true};
 inline constexpr FloatFormat kF8E5M2{5, 2, true, true};
 
+// The format of f16, bf16, f8e4m3 or f8e5m2.
+FloatFormat float_format(DType t);
 uint32_t encode_float(FloatFormat f, double x);  // round to nearest even
 double decode_float(FloatFormat f, uint32_t bits);
 

@@ -127,13 +127,9 @@ llvm::Value* Lowering::compare(const std::string& p, llvm::Value* x, llvm::Value
 // The conversions round as the interpreter's encode_float: to nearest even, saturating to the
 // largest finite value (inf too), NaN to the format's positive NaN. They are integer and float
 // code that works on every target (sm_89's cvt ...e4m3x2 converts pairs of values).
-namespace {
-FloatFormat fp8_format(DType t) { return t == DType::f8e4m3 ? kF8E4M3 : kF8E5M2; }
-}  // namespace
-
 // `x` (f32 or f64) to the fp8 `to`.
 llvm::Value* Lowering::encode_fp8(llvm::Value* x, DType to) {
-  const FloatFormat f = fp8_format(to);
+  const FloatFormat f = float_format(to);
   const int bias = (1 << (f.exp_bits - 1)) - 1, min_exp = 1 - bias;
   const bool dbl = x->getType()->isDoubleTy();
   const unsigned width = dbl ? 64 : 32, man = dbl ? 52 : 23, wbias = dbl ? 1023 : 127;
@@ -173,7 +169,7 @@ llvm::Value* Lowering::encode_fp8(llvm::Value* x, DType to) {
 
 // The fp8 bits `x` (i8) as an f32 (exactly).
 llvm::Value* Lowering::decode_fp8(llvm::Value* x, DType from) {
-  const FloatFormat f = fp8_format(from);
+  const FloatFormat f = float_format(from);
   const int bias = (1 << (f.exp_bits - 1)) - 1;
   llvm::Type* i32 = b_.getInt32Ty();
   auto ci = [&](int64_t v) { return llvm::ConstantInt::get(i32, static_cast<uint64_t>(v), true); };

@@ -233,8 +233,7 @@ Regs Lowering::value_op(const ir::Op& op) {
       const auto& a = op.attrs.at("value");
       llvm::Type* t = type_of(res->type);
       if (is_fp8(res->type.dtype()))
-        return {b_.getInt8(static_cast<uint8_t>(
-            encode_float(res->type.dtype() == DType::f8e4m3 ? kF8E4M3 : kF8E5M2, std::get<double>(a))))};
+        return {b_.getInt8(static_cast<uint8_t>(encode_float(float_format(res->type.dtype()), std::get<double>(a))))};
       if (t->isFloatingPointTy())
         return {llvm::ConstantFP::get(
             t, std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a)))};

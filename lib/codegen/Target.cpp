@@ -140,9 +140,8 @@ int64_t max_shared_bytes(const std::string& arch) {
 void check_options(const CompileOptions& o) {
   if (o.arch != "sm_80" && o.arch != "sm_90" && o.arch != "sm_90a")
     throw Error(fmt::format("codegen: unsupported arch '{}' (expected sm_80, sm_90 or sm_90a)", o.arch));
-  ir::check_num_warps(o.num_warps, "codegen");
-  if (o.num_stages < 1 || o.num_stages > 8)
-    throw Error(fmt::format("codegen: num_stages must be from 1 to 8, got {}", o.num_stages));
+  for (const std::string& p : {ir::num_warps_problem(o.num_warps), ir::num_stages_problem(o.num_stages)})
+    if (!p.empty()) throw Error("codegen: " + p);
 }
 
 Compiled compile(const ir::Function& traced, const CompileOptions& o) {

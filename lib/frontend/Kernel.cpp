@@ -302,11 +302,8 @@ void check_call(const KernelImpl& k, const LaunchOptions* o, const SourceLoc& lo
                "called inside a kernel body while it is traced; kernels cannot launch "
                "kernels (call a C++ function that builds the tiles instead)");
   if (!o) return;
-  if (o->num_warps <= 0 || (o->num_warps & (o->num_warps - 1)) != 0 || o->num_warps > ir::kMaxNumWarps)
-    user_error(where(loc), k.name, what, "num_warps must be a power of two from 1 to {}, got {}", ir::kMaxNumWarps,
-               o->num_warps);
-  if (o->num_stages < 1 || o->num_stages > 8)
-    user_error(where(loc), k.name, what, "num_stages must be from 1 to 8, got {}", o->num_stages);
+  for (const std::string& p : {ir::num_warps_problem(o->num_warps), ir::num_stages_problem(o->num_stages)})
+    if (!p.empty()) user_error(where(loc), k.name, what, "{}", p);
 }
 }  // namespace
 

@@ -76,8 +76,7 @@ double decode_float(FloatFormat f, uint32_t bits) {
   return neg ? -v : v;
 }
 
-namespace {
-FloatFormat format_of(DType t) {
+FloatFormat float_format(DType t) {
   switch (t) {
     case DType::f16:
       return kF16;
@@ -89,7 +88,6 @@ FloatFormat format_of(DType t) {
       return kF8E5M2;
   }
 }
-}  // namespace
 
 double round_to(DType t, double x) {
   switch (t) {
@@ -98,7 +96,7 @@ double round_to(DType t, double x) {
     case DType::f32:
       return static_cast<double>(static_cast<float>(x));
     default:
-      return decode_float(format_of(t), encode_float(format_of(t), x));
+      return decode_float(float_format(t), encode_float(float_format(t), x));
   }
 }
 
@@ -139,10 +137,10 @@ double load_float(DType t, const void* p) {
     case DType::bf16: {
       uint16_t b;
       std::memcpy(&b, p, 2);
-      return decode_float(format_of(t), b);
+      return decode_float(float_format(t), b);
     }
     default:
-      return decode_float(format_of(t), *static_cast<const uint8_t*>(p));
+      return decode_float(float_format(t), *static_cast<const uint8_t*>(p));
   }
 }
 
@@ -158,12 +156,12 @@ void store_float(DType t, void* p, double v) {
       return;
     case DType::f16:
     case DType::bf16: {
-      uint16_t b = static_cast<uint16_t>(encode_float(format_of(t), v));
+      uint16_t b = static_cast<uint16_t>(encode_float(float_format(t), v));
       std::memcpy(p, &b, 2);
       return;
     }
     default:
-      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(encode_float(format_of(t), v));
+      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(encode_float(float_format(t), v));
   }
 }
 

@@ -481,10 +481,19 @@ class Verifier {
 
 void verify(const Function& f) { Verifier(f).run(); }
 
+std::string num_warps_problem(int64_t num_warps) {
+  if (is_pow2(num_warps) && num_warps <= kMaxNumWarps) return "";
+  return fmt::format("num_warps must be a power of two from 1 to {}, got {}", kMaxNumWarps, num_warps);
+}
+
+std::string num_stages_problem(int64_t num_stages) {
+  if (num_stages >= 1 && num_stages <= kMaxNumStages) return "";
+  return fmt::format("num_stages must be from 1 to {}, got {}", kMaxNumStages, num_stages);
+}
+
 void check_num_warps(int64_t num_warps, const std::string& where) {
-  if (!is_pow2(num_warps) || num_warps > kMaxNumWarps)
-    throw Error(fmt::format("{}{}num_warps must be a power of two from 1 to {}, got {}", where,
-                            where.empty() ? "" : ": ", kMaxNumWarps, num_warps));
+  if (std::string p = num_warps_problem(num_warps); !p.empty())
+    throw Error(fmt::format("{}{}{}", where, where.empty() ? "" : ": ", p));
 }
 
 }  // namespace tiledsl::ir

@@ -23,9 +23,16 @@ inline constexpr int kMaxRegionDepth = 64;
 inline constexpr int64_t kMaxPhiloxRounds = 64;
 // Warps per program: a power of two, at most 32 (1024 threads, the CUDA limit per block).
 inline constexpr int kMaxNumWarps = 32;
+// Pipeline stages: 1 to 8.
+inline constexpr int kMaxNumStages = 8;
 
 // Throws tiledsl::Error naming the op, its location and the broken rule.
 void verify(const Function& f);
+
+// What is wrong with a launch's num_warps or num_stages, or "" when nothing is: the one rule for
+// the front end, code generation and the tools.
+std::string num_warps_problem(int64_t num_warps);
+std::string num_stages_problem(int64_t num_stages);
 
 // Throws tiledsl::Error unless `num_warps` is a power of two from 1 to kMaxNumWarps; `where`
 // prefixes the message (a tool's name, or the user's file:line).

@@ -7,7 +7,6 @@
 
 #include "runtime/cuda/NvJitLink.h"
 #include "runtime/cuda/Ptxas.h"
-#include "support/Env.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::runtime {
@@ -15,25 +14,18 @@ namespace tiledsl::runtime {
 namespace {
 // PTX to a cubin with ptxas as a child process; nothing when ptxas is absent or fails (the
 // driver's JIT then reports what is wrong).
+// ptxas only when TILEDSL_PTXAS_PATH names it: measured on the H200 (bench/results/
+// history-runs-1-to-39.md, run 7) a ptxas process took as long as the driver's JIT (about 20 ms
+// for a small kernel), so no child process is spawned unasked.
 std::optional<std::string> ptxas_compile(const std::string& ptx, const std::string& arch) {
-  if (ptxas_path().empty()) return std::nullopt;
-  cuda::PtxasRun r = cuda::run_ptxas(ptxas_path(), ptx, arch);
+  const std::string& ptxas = cuda::requested_ptxas();
+  if (ptxas.empty()) return std::nullopt;
+  cuda::PtxasRun r = cuda::run_ptxas(ptxas, ptx, arch);
   if (r.status != 0 || r.cubin.empty()) return std::nullopt;
   return r.cubin;
 }
 
 }  // namespace
-
-// The toolkit's ptxas, for PTX -> cubin only when TILEDSL_PTXAS_PATH names it: measured on the
-// H200 (bench/results/history-runs-1-to-39.md, run 7) a ptxas process took as long as the driver's JIT (about 20 ms
-// for a small kernel), so no child process is spawned unasked.
-const std::string& ptxas_path() {
-  static const std::string path = [] {
-    std::string e = env::value(env::Var::TILEDSL_PTXAS_PATH);
-    return e == "0" ? std::string() : e;
-  }();
-  return path;
-}
 
 // PTX to a cubin with the driver's own JIT linker, so the disk cache can hold machine code and a
 // warm start skips both LLVM and the PTX JIT.

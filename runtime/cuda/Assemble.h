@@ -17,7 +17,4 @@ std::string assemble_and_load(const cuda::Driver& d, const std::string& ptx, con
 // PTX to a cubin with the driver's own JIT linker.
 std::string link_ptx(const cuda::Driver& d, const std::string& ptx, const std::string& name);
 
-// TILEDSL_PTXAS_PATH, when it names a ptxas ("0" or unset: none).
-const std::string& ptxas_path();
-
 }  // namespace tiledsl::runtime

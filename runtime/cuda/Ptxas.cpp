@@ -20,9 +20,17 @@ namespace tiledsl::cuda {
 
 namespace fs = std::filesystem;
 
+const std::string& requested_ptxas() {
+  static const std::string path = [] {
+    std::string e = env::value(env::Var::TILEDSL_PTXAS_PATH);
+    return e == "0" ? std::string() : e;
+  }();
+  return path;
+}
+
 std::string find_ptxas(const std::string& preferred) {
   if (!preferred.empty()) return preferred;
-  if (std::string e = env::value(env::Var::TILEDSL_PTXAS_PATH); !e.empty() && e != "0") return e;
+  if (!requested_ptxas().empty()) return requested_ptxas();
   if (fs::exists("/usr/local/cuda/bin/ptxas")) return "/usr/local/cuda/bin/ptxas";
   if (const char* path = std::getenv("PATH")) {
     std::stringstream dirs(path);

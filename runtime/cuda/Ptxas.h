@@ -9,6 +9,9 @@
 
 namespace tiledsl::cuda {
 
+// TILEDSL_PTXAS_PATH when it names a ptxas; empty when it is unset, empty or "0" (read once).
+const std::string& requested_ptxas();
+
 // ptxas to use: `preferred` when given, else TILEDSL_PTXAS_PATH, else the toolkit's
 // (/usr/local/cuda/bin), else the first on PATH; empty when there is none.
 std::string find_ptxas(const std::string& preferred = "");

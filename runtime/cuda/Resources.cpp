@@ -28,7 +28,7 @@ ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch) {
     return u;
   }
   // No GPU: ask ptxas (from PATH or the toolkit), whose -v report has the same figures.
-  cuda::PtxasRun run = cuda::run_ptxas(cuda::find_ptxas(ptxas_path()), bin.ptx, arch, /*verbose=*/true);
+  cuda::PtxasRun run = cuda::run_ptxas(cuda::find_ptxas(), bin.ptx, arch, /*verbose=*/true);
   std::string out = run.status == 0 ? run.log : std::string();
   auto number_before = [&](const std::string& what) {
     size_t at = out.find(what);
