@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime/Files.h"
+#include "runtime/ThreadPool.h"
 #include "runtime/cuda/DiskCache.h"
 #include "runtime/cuda/Driver.h"
 #include "support/Env.h"
@@ -251,10 +252,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
       }
     };
     size_t threads = std::min<size_t>(candidates.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (size_t w = 1; w < threads; ++w) pool.emplace_back(worker);
-    worker();
-    for (auto& th : pool) th.join();
+    runtime::run_team(static_cast<int>(threads), worker);
   }
   Report report({"config", "median ms", "status"});
   std::optional<size_t> best;

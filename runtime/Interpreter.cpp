@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "ir/Semantics.h"
+#include "runtime/ThreadPool.h"
 #include "support/Env.h"
 #include "support/Error.h"
 
@@ -799,11 +800,7 @@ void interpret(const ir::Function& f, std::span<const InterpArg> args, std::arra
       }
     }
   };
-  std::vector<std::thread> pool;
-  int n = static_cast<int>(std::min<int64_t>(threads, total));
-  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  run_team(static_cast<int>(std::min<int64_t>(threads, total)), worker);
   if (error) std::rethrow_exception(error);
 }
 
