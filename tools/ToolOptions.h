@@ -1,49 +1,62 @@
-// Command-line values shared by tiledsl-opt and tiledsl-aot: each bad value is one line naming
-// the flag, and exit status 2 (never an abort from std::stoi).
+// Command-line options shared by tiledsl-opt and tiledsl-aot, through llvm::cl. Each bad value is
+// one line naming the flag (llvm::cl's "for the --flag option: ..."), and exit status 2.
 #pragma once
 
-#include <cerrno>
-#include <cstdint>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
+
 #include <cstdlib>
-#include <iostream>
 #include <string>
 
-#include "ir/IR.h"
+#include "codegen/Codegen.h"
 #include "ir/Verifier.h"
-#include "tiledsl/error.h"
+#include "tiledsl/version.h"
 
 namespace tiledsl::tools {
 
-[[noreturn]] inline void bad_option(const char* tool, const std::string& msg) {
-  std::cerr << tool << ": " << msg << "\n";
-  std::exit(2);
-}
-
-// The integer after `--flag=`, from lo to hi.
-inline int int_option(const char* tool, const std::string& flag, const std::string& text, int lo, int hi) {
-  errno = 0;
-  char* end = nullptr;
-  long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || errno == ERANGE || *end != '\0' || v < lo || v > hi)
-    bad_option(tool, flag + " takes an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" +
-                         text + "'");
-  return static_cast<int>(v);
-}
-
-inline int num_warps_option(const char* tool, const std::string& text) {
-  int n = int_option(tool, "--num-warps", text, 1, ir::kMaxNumWarps);
-  try {
-    ir::check_num_warps(n, "--num-warps");
-  } catch (const Error& e) {
-    bad_option(tool, e.what());
+// An integer from Lo to Hi, with the verifier's rule for warps or stages on top.
+template <int Lo, int Hi, std::string (*Problem)(int64_t)>
+struct CheckedInt : llvm::cl::parser<int> {
+  using llvm::cl::parser<int>::parser;
+  bool parse(llvm::cl::Option& o, llvm::StringRef, llvm::StringRef arg, int& value) {
+    long long v = 0;
+    if (arg.getAsInteger(10, v) || v < Lo || v > Hi)
+      return o.error("takes an integer from " + std::to_string(Lo) + " to " + std::to_string(Hi) + ", got '" + arg +
+                     "'");
+    if (std::string why = Problem(v); !why.empty()) return o.error(why);
+    value = static_cast<int>(v);
+    return false;
   }
-  return n;
-}
+};
+using NumWarpsParser = CheckedInt<1, ir::kMaxNumWarps, ir::num_warps_problem>;
+using NumStagesParser = CheckedInt<1, ir::kMaxNumStages, ir::num_stages_problem>;
 
-inline std::string arch_option(const char* tool, const std::string& text) {
-  if (text != "sm_80" && text != "sm_90" && text != "sm_90a")
-    bad_option(tool, "--arch takes sm_80, sm_90 or sm_90a, got '" + text + "'");
-  return text;
+// The GPU architectures code generation targets.
+struct ArchParser : llvm::cl::parser<std::string> {
+  using llvm::cl::parser<std::string>::parser;
+  bool parse(llvm::cl::Option& o, llvm::StringRef, llvm::StringRef arg, std::string& value) {
+    if (arg != "sm_80" && arg != "sm_90" && arg != "sm_90a")
+      return o.error("takes sm_80, sm_90 or sm_90a, got '" + arg + "'");
+    value = arg.str();
+    return false;
+  }
+};
+
+// Parses argv; --help lists the options of `category` only. (LLVM's own options, such as
+// --print-after-all, stay out of --help but work where the tool shares LLVM with the compiler.)
+// A mistake is reported on stderr and exits with status 2.
+inline void parse_command_line(int argc, char** argv, llvm::cl::OptionCategory& category, const char* overview) {
+  llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::SetVersionPrinter(
+      [](llvm::raw_ostream& os) { os << "tiledsl " << TILEDSL_VERSION << " (LLVM " << LLVM_VERSION_STRING << ")\n"; });
+  std::string errors;
+  llvm::raw_string_ostream err(errors);
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv, overview, &err)) {
+    err.flush();
+    llvm::errs() << errors;
+    std::exit(2);
+  }
 }
 
 }  // namespace tiledsl::tools

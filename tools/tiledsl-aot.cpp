@@ -24,19 +24,34 @@
 #include "tools/ToolOptions.h"
 
 namespace fs = std::filesystem;
+namespace cl = llvm::cl;
 using namespace tiledsl;
 
 namespace {
-struct Options {
-  std::string input, out_dir = ".", name, arch = codegen::kDefaultArch, ptxas;
-  int num_warps = 4, num_stages = 3;
-  bool fp_fusion = true;
-};
+cl::OptionCategory category("tiledsl-aot options");
+cl::opt<std::string> input(cl::Positional, cl::Required, cl::desc("<kernel.tir>"), cl::cat(category));
+cl::opt<std::string, false, tools::ArchParser> arch("arch", cl::init(codegen::kDefaultArch), cl::value_desc("sm_XX"),
+                                                    cl::desc("The GPU to compile for: sm_80, sm_90 or sm_90a"),
+                                                    cl::cat(category));
+cl::opt<int, false, tools::NumWarpsParser> num_warps("num-warps", cl::init(4), cl::value_desc("N"),
+                                                     cl::desc("Warps per program: 1, 2, 4, 8, 16 or 32 (default 4)"),
+                                                     cl::cat(category));
+cl::opt<int, false, tools::NumStagesParser> num_stages("num-stages", cl::init(3), cl::value_desc("N"),
+                                                       cl::desc("Software-pipelining stages (default 3)"),
+                                                       cl::cat(category));
+cl::opt<std::string> name_opt("name", cl::value_desc("NAME"),
+                              cl::desc("C name of the generated files and functions (default: the kernel's)"),
+                              cl::cat(category));
+cl::opt<std::string> out_dir("out-dir", cl::init("."), cl::value_desc("DIR"), cl::desc("Where the files go"),
+                             cl::cat(category));
+cl::opt<std::string> ptxas_opt("ptxas", cl::value_desc("PATH"),
+                               cl::desc("Assemble with this ptxas (default: nvJitLink, else ptxas from PATH)"),
+                               cl::cat(category));
+cl::opt<bool> no_fp_fusion("no-fp-fusion", cl::desc("Round every multiply and add on its own (no fma contraction)"),
+                           cl::cat(category));
 
-[[noreturn]] void usage(const std::string& error = "") {
-  if (!error.empty()) std::cerr << "tiledsl-aot: " << error << "\n";
-  std::cerr << "usage: tiledsl-aot [--arch=sm_80|sm_90] [--num-warps=N] [--num-stages=N] [--name=NAME]\n"
-               "                   [--out-dir=DIR] [--ptxas=PATH] [--no-fp-fusion] kernel.tir\n";
+[[noreturn]] void usage(const std::string& error) {
+  std::cerr << "tiledsl-aot: " << error << "\n";
   std::exit(2);
 }
 
@@ -71,32 +86,13 @@ std::string bytes_literal(const std::string& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* flag) { return a.substr(std::string(flag).size()); };
-    if (a.rfind("--arch=", 0) == 0)
-      o.arch = tools::arch_option("tiledsl-aot", value("--arch="));
-    else if (a.rfind("--num-warps=", 0) == 0)
-      o.num_warps = tools::num_warps_option("tiledsl-aot", value("--num-warps="));
-    else if (a.rfind("--num-stages=", 0) == 0)
-      o.num_stages = tools::int_option("tiledsl-aot", "--num-stages", value("--num-stages="), 1, ir::kMaxNumStages);
-    else if (a.rfind("--name=", 0) == 0)
-      o.name = value("--name=");
-    else if (a.rfind("--out-dir=", 0) == 0)
-      o.out_dir = value("--out-dir=");
-    else if (a.rfind("--ptxas=", 0) == 0)
-      o.ptxas = value("--ptxas=");
-    else if (a == "--no-fp-fusion")
-      o.fp_fusion = false;
-    else if (a == "-h" || a == "--help")
-      usage();
-    else if (a.rfind("--", 0) == 0)
-      usage("unknown option " + a);
-    else
-      o.input = a;
-  }
-  if (o.input.empty()) usage("no input");
+  tools::parse_command_line(argc, argv, category,
+                            "tiledsl-aot: compiles one kernel specialisation ahead of time into C and a cubin\n");
+  struct {
+    std::string input, out_dir, name, arch, ptxas;
+    int num_warps, num_stages;
+    bool fp_fusion;
+  } o{input, out_dir, name_opt, arch, ptxas_opt, num_warps, num_stages, !no_fp_fusion};
   // The name becomes C identifiers and a macro in the generated launcher.
   if (!o.name.empty() && !ir::is_identifier(o.name))
     usage("--name must be a C identifier ([A-Za-z_][A-Za-z0-9_]*), got '" + o.name + "'");
