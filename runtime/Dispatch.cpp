@@ -1,10 +1,18 @@
 #include "runtime/Dispatch.h"
 
+#include <fmt/format.h>
+
 #include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 
 #include "runtime/Interpreter.h"
+#include "support/Env.h"
 #include "support/Error.h"
 
 namespace tiledsl::runtime {
@@ -71,6 +79,93 @@ void launch_in_interpreter(const ir::Function& f, std::span<const ParamSpec> spe
                "the interpreter ran out of host memory for the kernel's tiles (each value of a program is held "
                "whole; use smaller tiles)");
   }
+}
+
+namespace {
+std::atomic<int64_t> compared{0}, not_comparable{0};
+}  // namespace
+
+// Floats: |a - b| <= tol * (|a| + |b| + scale), with scale the largest magnitude in the tensor
+// (a sum's rounding depends on its order, so it is relative to its terms, not to the result) and
+// tol 2^-17 (64 ulps of f32, the precision kernels compute in), or 2 ulps of a narrower dtype
+// (two f32 values a few ulps apart can round to neighbouring f16s); NaN only against NaN.
+std::string first_difference(const Tensor& gpu, const Tensor& host) {
+  const DType t = gpu.dtype();
+  const size_t n = static_cast<size_t>(gpu.numel()), size = static_cast<size_t>(byte_size(t));
+  std::vector<char> g(gpu.nbytes());
+  gpu.copy_to_host(g.data());
+  const char* h = static_cast<const char*>(host.data_ptr());
+  if (!is_float(t)) {
+    for (size_t i = 0; i < n; ++i)
+      if (std::memcmp(&g[i * size], h + i * size, size) != 0)
+        return fmt::format("element {}: GPU {}, interpreter {}", i, load_int(t, &g[i * size]),
+                           load_int(t, h + i * size));
+    return "";
+  }
+  int man_bits = t == DType::f32 ? 23 : t == DType::f64 ? 52 : float_format(t).man_bits;
+  double tol = std::max(std::ldexp(1.0, -17), std::ldexp(1.0, 1 - man_bits)), scale = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (double v = std::fabs(load_float(t, h + i * size)); std::isfinite(v)) scale = std::max(scale, v);
+  for (size_t i = 0; i < n; ++i) {
+    double a = load_float(t, &g[i * size]), b = load_float(t, h + i * size);
+    bool same = std::isnan(a) || std::isnan(b)   ? std::isnan(a) && std::isnan(b)
+                : std::isinf(a) || std::isinf(b) ? a == b
+                                                 : std::fabs(a - b) <= tol * (std::fabs(a) + std::fabs(b) + scale);
+    if (!same) return fmt::format("element {}: GPU {}, interpreter {}", i, a, b);
+  }
+  return "";
+}
+
+namespace {
+bool comparable(const ir::Function& f) {
+  bool ok = true;
+  ir::walk(f.body, [&](const ir::Op* op) {
+    ok &= op->kind != ir::OpKind::AtomicRMW && op->kind != ir::OpKind::AtomicCAS && op->kind != ir::OpKind::Print;
+  });
+  return ok;
+}
+}  // namespace
+
+bool compare_with_interpreter() {
+  static const bool on = [] {
+    bool v = env::flag(env::Var::TILEDSL_COMPARE_INTERPRETER, false);
+    if (v)  // the count shows the comparison ran, and on how much
+      std::atexit([] {
+        std::fprintf(stderr, "tiledsl: %lld GPU launches compared with the interpreter, %lld not comparable\n",
+                     static_cast<long long>(compared.load()), static_cast<long long>(not_comparable.load()));
+      });
+    return v;
+  }();
+  return on;
+}
+
+Comparisons comparisons() { return {compared.load(), not_comparable.load()}; }
+
+void launch_compared_with_interpreter(const GpuKernel& k, const ir::Function& f, std::span<const ParamSpec> specs,
+                                      std::span<const std::string> names, std::span<const LaunchArg> args, Dim3 grid,
+                                      void* stream, const std::string& where) {
+  if (!comparable(f)) {
+    ++not_comparable;
+    return launch_on_gpu(k, specs, args, grid, stream);
+  }
+  // One host copy per GPU buffer, so that arguments naming one tensor still alias.
+  std::map<void*, Tensor> copies;
+  std::vector<LaunchArg> host_args(args.begin(), args.end());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind != LaunchArg::tensor) continue;
+    auto [it, fresh] = copies.try_emplace(args[i].t->data_ptr());
+    if (fresh) it->second = args[i].t->to(Device::cpu);
+    host_args[i].t = &it->second;
+  }
+  launch_on_gpu(k, specs, args, grid, stream);
+  launch_in_interpreter(f, specs, names, host_args, grid, where);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind != LaunchArg::tensor) continue;
+    if (std::string d = first_difference(*args[i].t, *host_args[i].t); !d.empty())
+      user_error(where, f.name, "launch",
+                 "the GPU and the interpreter disagree on '{}' ({}; TILEDSL_COMPARE_INTERPRETER)", names[i], d);
+  }
+  ++compared;
 }
 
 }  // namespace tiledsl::runtime

@@ -24,4 +24,25 @@ void launch_on_gpu(const GpuKernel& k, std::span<const ParamSpec> specs, std::sp
 void launch_in_interpreter(const ir::Function& f, std::span<const ParamSpec> specs, std::span<const std::string> names,
                            std::span<const detail::LaunchArg> args, Dim3 grid, const std::string& where);
 
+// TILEDSL_COMPARE_INTERPRETER: every GPU launch also runs in the interpreter, on host copies of
+// its tensors taken before the launch, and each tensor argument's memory afterwards must agree
+// (integers exactly, floats within 64 f32 ulps of the tensor's scale, or 2 ulps of f16/bf16/fp8); a difference is a
+// tiledsl::Error naming the kernel, the argument and the first element. Kernels with atomics or
+// device_print run on the GPU only (their results or output depend on the order programs run in).
+// This is the differential test of code generation against the interpreter (label gpu).
+void launch_compared_with_interpreter(const GpuKernel& k, const ir::Function& f, std::span<const ParamSpec> specs,
+                                      std::span<const std::string> names, std::span<const detail::LaunchArg> args,
+                                      Dim3 grid, void* stream, const std::string& where);
+bool compare_with_interpreter();
+
+// Where the GPU's copy of a tensor and the interpreter's (a host tensor of the same shape and
+// dtype) first differ, under the rule above: "element I: GPU A, interpreter B", or "" if nowhere.
+std::string first_difference(const Tensor& gpu, const Tensor& host);
+
+// Launches compared so far, and launches that could not be (atomics, prints).
+struct Comparisons {
+  int64_t compared = 0, not_comparable = 0;
+};
+Comparisons comparisons();
+
 }  // namespace tiledsl::runtime

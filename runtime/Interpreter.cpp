@@ -744,7 +744,7 @@ void Program::exec_print(const Op& op) {
     for (size_t j = 0; j < r.size(); ++j) {
       std::string s;
       if (!r.f.empty())
-        s = hex ? fmt::format("{:a}", r.f[j]) : fmt::format("{}", r.f[j]);
+        s = hex ? fmt::format("{:a}", r.f[j]) : fmt::format("{:g}", r.f[j]);  // printf's %a / %g, as on the GPU
       else
         s = hex ? fmt::format("0x{:x}", static_cast<uint64_t>(r.i[j])) : fmt::format("{}", r.i[j]);
       std::cout << fmt::format("pid ({}, {}, {}) idx {} {}{}\n", pid_[0], pid_[1], pid_[2],

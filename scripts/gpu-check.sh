@@ -3,8 +3,8 @@
 # the op tests on the GPU, the benchmarks, the Triton/torch reference harness when .ref/ holds
 # it, and compute-sanitizer (memcheck, racecheck, synccheck) over the examples. Full logs go to
 # $1 (default $OUT or ./gpu-logs); a short summary is printed last. GPU_CHECK_SKIP names steps
-# to leave out, to fit a call's time limit (any of: examples ops aot sanitizer anchors bench
-# side-by-side).
+# to leave out, to fit a call's time limit (any of: examples ops differential aot sanitizer anchors
+# bench side-by-side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-${OUT:-gpu-logs}}
@@ -38,6 +38,13 @@ echo "== op tests on the GPU"
 (cd "$work" && timeout 300 "$bin/tiledsl-tests" "[interp]") >"$logs/ops.log" 2>&1
 summary+=("op tests on the GPU: $(grep -E '^(All tests passed|test cases:)' "$logs/ops.log" | tail -1)")
 tail -3 "$logs/ops.log"
+fi
+
+if ! skip differential; then
+echo "== differential: the op tests and random kernels, each GPU launch compared with the interpreter"
+(cd "$work" && TILEDSL_COMPARE_INTERPRETER=1 timeout 400 "$bin/tiledsl-tests" "[interp]") >"$logs/differential.log" 2>&1
+summary+=("differential: $(grep -E '^(All tests passed|test cases:)' "$logs/differential.log" | tail -1); $(grep -E 'GPU launches compared' "$logs/differential.log" | tail -1)")
+grep -E "disagree|FAILED" "$logs/differential.log" | head -20
 fi
 
 if ! skip aot; then

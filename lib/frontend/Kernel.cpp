@@ -331,6 +331,9 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
                d.x, d.y, d.z);
   auto spec = specialise(k, args);
   dump_ir(*spec, k.mu, o.num_warps);
+  if (device == Device::cuda && runtime::compare_with_interpreter())
+    return runtime::launch_compared_with_interpreter(*gpu_kernel(k, *spec, o), *spec->fn, k.specs, k.params, args, d,
+                                                     o.stream, where(g.loc()));
   if (device == Device::cuda) return runtime::launch_on_gpu(*gpu_kernel(k, *spec, o), k.specs, args, d, o.stream);
   runtime::launch_in_interpreter(*spec->fn, k.specs, k.params, args, d, where(g.loc()));
 }

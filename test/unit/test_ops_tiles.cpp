@@ -1,7 +1,12 @@
 // Op tests, part 2: dot, reductions, scans, atomics, block pointers, loops and branches, random
 // numbers, printing and hints; then tracing (the specialisation cache) and the interpreter's
 // independence from its thread count. Part 1 is test_ops.cpp.
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -783,29 +788,56 @@ TEST_CASE("randint, rand and randn are Philox bit for bit, with plausible statis
 }
 
 // --- Printing and hints ---------------------------------------------------------------------
+// What `run` writes to file descriptor 1: the interpreter writes through std::cout, the GPU's
+// printf buffer reaches the process's stdout at the next blocking copy.
+std::string captured_stdout(const std::function<void()>& run) {
+  std::cout.flush();
+  std::fflush(stdout);
+  char path[] = "/tmp/tiledsl-stdout-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  int saved = dup(1);
+  dup2(fd, 1);
+  std::exception_ptr error;
+  try {
+    run();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::cout.flush();
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  close(fd);
+  std::remove(path);
+  if (error) std::rethrow_exception(error);
+  return text;
+}
+
 TEST_CASE("device_print writes each element with its program and index", "[interp]") {
-  auto k = tl::kernel("printer", {"x"}, [](tl::Ptr<int32_t> x) {
+  auto k = tl::kernel("printer", {"x", "f"}, [](tl::Ptr<int32_t> x, tl::Ptr<float> f) {
     auto i = tl::arange(0, 4);
     auto v = tl::load(x + tl::program_id(0) * 4 + i);
     tl::device_print(tl::Print("v="), v);
     tl::device_print(tl::Print("h=", true), v + 0);
+    tl::device_print(tl::Print("f="), tl::load(f + i));
   });
-  std::ostringstream captured;
-  auto* old = std::cout.rdbuf(captured.rdbuf());
-  try {
-    k[tl::grid(2)](tensor<int32_t>({3, -1, 255, 7, 10, 11, 12, 13}));
-  } catch (...) {
-    std::cout.rdbuf(old);
-    throw;
-  }
-  std::cout.rdbuf(old);
-  if (on_gpu()) return;  // device printf does not go through std::cout
-  std::string s = captured.str();
+  auto x = tensor<int32_t>({3, -1, 255, 7, 10, 11, 12, 13});
+  auto f = tensor<float>({0.5f, -2.25f, 1e-3f, 7.0f});
+  std::string s = captured_stdout([&] {
+    k[tl::grid(2)](x, f);
+    host<int32_t>(x);  // a blocking copy: the GPU's printf buffer is written out
+  });
   CHECK(s.find("pid (0, 0, 0) idx [0] v=3\n") != std::string::npos);
   CHECK(s.find("pid (0, 0, 0) idx [1] v=-1\n") != std::string::npos);
   CHECK(s.find("pid (0, 0, 0) idx [2] h=0xff\n") != std::string::npos);
   CHECK(s.find("pid (1, 0, 0) idx [3] v=13\n") != std::string::npos);
-  CHECK(std::count(s.begin(), s.end(), '\n') == 16);
+  CHECK(s.find("pid (1, 0, 0) idx [1] f=-2.25\n") != std::string::npos);
+  CHECK(s.find("pid (0, 0, 0) idx [2] f=0.001\n") != std::string::npos);
+  // 2 programs x 3 prints x 4 elements, each once (one owner per element on the GPU too)
+  CHECK(std::count(s.begin(), s.end(), '\n') == 24);
 }
 
 TEST_CASE("multiple_of and max_contiguous are the identity", "[interp]") {
