@@ -2,6 +2,7 @@
 // reference measured in the same process (a device-to-device copy of the same bytes for
 // memory-bound kernels). Without a GPU it says so and exits 0.
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <tiledsl/tiledsl.h>
 
 #include <algorithm>
@@ -15,11 +16,13 @@
 #include <random>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attention_kernel.h"
 #include "ir/Parser.h"
 #include "layernorm_kernel.h"
+#include "matmul_kernel.h"
 #include "runtime/Backend.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/cuda/Launcher.h"
@@ -65,14 +68,15 @@ double time_ms_repeated(const std::string& what, const std::function<void()>& fn
 }
 
 // The memory-bound reference: copying `bytes` bytes (read + write) device to device.
-double copy_gbps(size_t bytes) {
+double copy_gbps(size_t bytes, int times = 5) {
   auto a = tl::Tensor::empty({static_cast<int64_t>(bytes / 4)}),
        b = tl::Tensor::empty({static_cast<int64_t>(bytes / 4)});
-  double ms = time_ms_repeated("copy", [&] {
+  auto copy = [&] {
     cu::check(drv().cuMemcpyDtoDAsync(reinterpret_cast<cu::CUdeviceptr>(b.data_ptr()),
                                       reinterpret_cast<cu::CUdeviceptr>(a.data_ptr()), bytes, nullptr),
               "cuMemcpyDtoDAsync");
-  });
+  };
+  double ms = times > 1 ? time_ms_repeated("copy", copy, times) : time_ms(copy);
   return 2.0 * static_cast<double>(bytes) / ms / 1e6;
 }
 
@@ -348,6 +352,141 @@ void bench_spmm(int64_t m, int64_t k, double density, int64_t f) {
               gflops, ref_gflops, gflops / ref_gflops, std::sqrt(err / norm));
 }
 
+// cuBLAS's cublasGemmEx through dlopen (TILEDSL_CUBLAS_PATH, else libcublas.so.13 or .12), the
+// matmul reference. Enum values are cublas_api.h's and library_types.h's.
+struct CuBlas {
+  using Status = int;
+  Status (*create)(void**);
+  Status (*gemm_ex)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
+                    const void*, void*, int, int, int, int);
+  static constexpr int kOpN = 0, kR32F = 0, kR16BF = 14, kCompute32F = 68, kGemmDefault = -1;
+
+  static const CuBlas* load(std::string* why) {
+    std::string path = tiledsl::env::value(tiledsl::env::Var::TILEDSL_CUBLAS_PATH);
+    void* h = nullptr;
+    for (const std::string& p :
+         path.empty() ? std::vector<std::string>{"libcublas.so.13", "libcublas.so.12"} : std::vector<std::string>{path})
+      if ((h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    if (!h) {
+      *why = dlerror();
+      return nullptr;
+    }
+    static CuBlas c;
+    static void* handle = nullptr;
+    c.create = reinterpret_cast<decltype(c.create)>(dlsym(h, "cublasCreate_v2"));
+    c.gemm_ex = reinterpret_cast<decltype(c.gemm_ex)>(dlsym(h, "cublasGemmEx"));
+    if (!c.create || !c.gemm_ex || c.create(&handle) != 0) {
+      *why = "missing cuBLAS entry points, or cublasCreate failed";
+      return nullptr;
+    }
+    c.handle = handle;
+    return &c;
+  }
+  void* handle = nullptr;
+
+  // Row-major C[m, n] (f32) = A[m, k] @ B[k, n] (bf16): column-major C^T = B^T A^T.
+  void gemm_bf16(const tl::Tensor& a, const tl::Tensor& b, tl::Tensor& c, int m, int n, int k) const {
+    float alpha = 1, beta = 0;
+    Status st = gemm_ex(handle, kOpN, kOpN, n, m, k, &alpha, b.data_ptr(), kR16BF, n, a.data_ptr(), kR16BF, k, &beta,
+                        c.data_ptr(), kR32F, n, kCompute32F, kGemmDefault);
+    if (st != 0) throw tl::Error("cublasGemmEx failed with status " + std::to_string(st));
+  }
+};
+
+// `tiledsl-bench sweep --csv=PATH`: each workload over a range of sizes (as Triton's perf_report
+// does), ours against the reference measured beside it: the device copy of the same bytes for the
+// memory-bound kernels, cuBLAS for matmul. One row per (workload, size); bench/plot_sweep.py draws
+// them. Each figure is one median (tl::bench), the best of a few launch configurations for ours.
+int sweep(const std::string& csv) {
+  tl::Report report({"workload", "size", "unit", "ours", "config", "reference", "reference_value", "ratio"});
+  auto add_point = [&](const std::string& workload, int64_t size, const std::string& unit, double ours,
+                       const std::string& config, const std::string& ref, double ref_value) {
+    report.add_row(
+        {workload, std::to_string(size), unit, num(ours, 2), config, ref, num(ref_value, 2), num(ours / ref_value, 3)});
+    std::printf("sweep %-10s %9lld  %9.2f %s [%s]   %s %9.2f   ratio %.3f\n", workload.c_str(),
+                static_cast<long long>(size), ours, unit.c_str(), config.c_str(), ref.c_str(), ref_value,
+                ours / ref_value);
+    std::fflush(stdout);
+  };
+  // The fastest of `configs`, timed once each.
+  auto fastest = [](std::span<const std::pair<int, int64_t>> configs, auto launch) {
+    double best = 1e30;
+    std::string name;
+    for (auto [warps, block] : configs) {
+      launch(warps, block);
+      double t = time_ms([&] { launch(warps, block); });
+      if (t < best) std::tie(best, name) = std::pair{t, fmt_config(warps, block)};
+    }
+    return std::pair{best, name};
+  };
+
+  tl::Kernel add = make_add("add_sweep");
+  const std::array<std::pair<int, int64_t>, 3> add_configs = {{{4, 1024}, {8, 2048}, {8, 4096}}};
+  for (int log2n = 12; log2n <= 28; log2n += 2) {
+    int n = 1 << log2n;
+    auto x = tl::Tensor::randn({n}, 1), y = tl::Tensor::randn({n}, 2), o = tl::Tensor::empty({n});
+    auto [ms, config] = fastest(add_configs, [&](int warps, int64_t block) {
+      add[tl::grid(tl::cdiv(n, block))].options({.num_warps = warps})(x, y, o, n, block);
+    });
+    double bytes = 3.0 * n * 4;
+    add_point("add", n, "GB/s", bytes / ms / 1e6, config, "copy", copy_gbps(static_cast<size_t>(bytes / 2), 1));
+  }
+
+  const int rows = 4096;
+  for (int cols = 256; cols <= 16384; cols *= 2) {
+    auto x = tl::Tensor::randn({rows, cols}, 3), y = tl::Tensor::empty({rows, cols});
+    const int64_t block = next_pow2(cols);
+    const double bytes = 2.0 * rows * cols * 4, copy = copy_gbps(static_cast<size_t>(bytes / 2), 1);
+    auto [ms, config] = fastest(row_configs(block), [&](int warps, int64_t) {
+      softmax::softmax_kernel[rows].options({.num_warps = warps})(y, x, cols, cols, cols, block);
+    });
+    add_point("softmax", cols, "GB/s", bytes / ms / 1e6, config, "copy", copy);
+    auto w = tl::Tensor::randn({cols}, 5), b = tl::Tensor::randn({cols}, 6), mean = tl::Tensor::empty({rows}),
+         rstd = tl::Tensor::empty({rows});
+    auto [ln_ms, ln_config] = fastest(row_configs(block), [&](int warps, int64_t) {
+      layernorm::layer_norm_fwd[rows].options({.num_warps = warps})(x, y, w, b, mean, rstd, cols, cols, 1e-5f, block);
+    });
+    add_point("layernorm", cols, "GB/s", bytes / ln_ms / 1e6, ln_config, "copy", copy);
+  }
+
+  std::string why;
+  const CuBlas* blas = CuBlas::load(&why);
+  if (!blas) std::printf("sweep: no cuBLAS (%s): matmul left out\n", why.c_str());
+  // (BLOCK_M, BLOCK_N, BLOCK_K, num_warps); GROUP_M 8.
+  const std::array<std::array<int, 4>, 4> mm_configs = {
+      {{64, 64, 32, 4}, {128, 64, 32, 4}, {64, 128, 32, 4}, {128, 128, 32, 8}}};
+  for (int size = 512; blas && size <= 4096; size *= 2) {
+    const int m = size, n = size, k = size;
+    auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
+         c = tl::Tensor::empty({m, n}), c_ref = tl::Tensor::empty({m, n});
+    double best = 1e30;
+    std::string config;
+    for (auto [bm, bn, bk, warps] : mm_configs) {
+      auto launch = [&] {
+        matmul::matmul_bf16[tl::cdiv(m, bm) * tl::cdiv(n, bn)].options({.num_warps = warps})(a, b, c, m, n, k, k, 1, n,
+                                                                                             1, n, 1, bm, bn, bk, 8);
+      };
+      launch();
+      if (double t = time_ms(launch); t < best)
+        std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{}", bm, bn, bk, warps)};
+    }
+    auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
+    ref();
+    auto got = c.to_host<float>(), want = c_ref.to_host<float>();
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); i += 101)
+      worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
+    if (!(worst < 1e-2 * std::sqrt(static_cast<double>(k)))) {
+      std::printf("sweep matmul %d: WRONG against cuBLAS (max difference %g)\n", size, worst);
+      return 1;
+    }
+    const double flop = 2.0 * m * n * k;
+    add_point("matmul_bf16", size, "TFLOP/s", flop / best / 1e9, config, "cuBLAS", flop / time_ms(ref) / 1e9);
+  }
+  if (!csv.empty()) report.write_csv(csv);
+  return 0;
+}
+
 // Host time per launch of `launch` (a tiny kernel): the median over 40 batches of 128 launches,
 // each batch timed from its first call to its last return, the GPU drained between batches
 // (outside the timing). Launched back to back without end, a kernel that takes the GPU longer
@@ -406,7 +545,8 @@ int main(int argc, char** argv) {
   // TILEDSL_CACHE_DIR: cold compiles), so that a script can repeat them in fresh processes.
   // `tiledsl-bench memory`: only the memory-bound kernels and SpMM (to compare builds quickly).
   // `tiledsl-bench export DIR`: write the memory-bound kernels' PTX (see export_kernels) and exit.
-  bool first_launch_only = false, cold_only = false, memory_only = false;
+  // `tiledsl-bench sweep --csv=PATH`: every workload over a range of sizes (see sweep).
+  bool first_launch_only = false, cold_only = false, memory_only = false, sweep_only = false;
   std::string csv;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -416,6 +556,8 @@ int main(int argc, char** argv) {
       cold_only = true;
     else if (a == "memory")
       memory_only = true;
+    else if (a == "sweep")
+      sweep_only = true;
     else if (a == "export" && i + 1 < argc)
       return export_kernels(argv[i + 1]);
     else if (a.rfind("--csv=", 0) == 0)
@@ -432,6 +574,7 @@ int main(int argc, char** argv) {
   // per process, before the first compile.
   double start_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("tiledsl-bench on %s\n", cu::device_info().name.c_str());
+  if (sweep_only) return sweep(csv);
   std::printf("%-40s %10.3f ms\n", "runtime start-up", start_ms);
   std::string no_nvjitlink;
   std::printf("PTX -> cubin: %s\n", cu::nvjitlink_available(&no_nvjitlink)

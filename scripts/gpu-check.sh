@@ -4,7 +4,7 @@
 # it, and compute-sanitizer (memcheck, racecheck, synccheck) over the examples. Full logs go to
 # $1 (default $OUT or ./gpu-logs); a short summary is printed last. GPU_CHECK_SKIP names steps
 # to leave out, to fit a call's time limit (any of: examples ops differential aot sanitizer anchors
-# bench side-by-side).
+# bench sweep side-by-side).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-${OUT:-gpu-logs}}
@@ -21,6 +21,21 @@ summary=()
 skip() { [[ " ${GPU_CHECK_SKIP:-} " == *" $1 "* ]] && summary+=("$1: skipped (GPU_CHECK_SKIP)"); }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$logs/gpu.txt"
+
+# The libraries the benchmarks compare with, through dlopen: cuSPARSE (SpMM) and cuBLAS (matmul),
+# the toolkit's or the ones torch's wheels bring, with their dependencies' folders.
+find_lib() { find /usr/local/cuda*/lib64 /usr/local/lib /usr/lib /opt -name "$1" 2>/dev/null | sort | tail -1; }
+if [ -z "${TILEDSL_CUSPARSE_PATH:-}" ]; then
+  TILEDSL_CUSPARSE_PATH=$(find_lib 'libcusparse.so.1[0-9]*')
+  export TILEDSL_CUSPARSE_PATH
+  # its own dependencies (nvJitLink) live beside it
+  [ -n "$TILEDSL_CUSPARSE_PATH" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$TILEDSL_CUSPARSE_PATH"):$(dirname "$TILEDSL_CUSPARSE_PATH")/../../nvjitlink/lib"
+fi
+if [ -z "${TILEDSL_CUBLAS_PATH:-}" ]; then
+  TILEDSL_CUBLAS_PATH=$(find_lib 'libcublas.so.1[0-9]*')
+  export TILEDSL_CUBLAS_PATH
+  [ -n "$TILEDSL_CUBLAS_PATH" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$TILEDSL_CUBLAS_PATH")"
+fi
 
 if ! skip examples; then
 echo "== examples on the GPU"
@@ -78,13 +93,6 @@ anchors 1
 
 if ! skip bench; then
 echo "== benchmarks"
-# cuSPARSE for the SpMM reference: the toolkit's, or the one torch's wheels bring.
-if [ -z "${TILEDSL_CUSPARSE_PATH:-}" ]; then
-  TILEDSL_CUSPARSE_PATH=$(find /usr/local/cuda*/lib64 /usr/local/lib /usr/lib /opt -name 'libcusparse.so.1[0-9]*' 2>/dev/null | sort | tail -1)
-  export TILEDSL_CUSPARSE_PATH
-  # its own dependencies (nvJitLink) live beside it
-  [ -n "$TILEDSL_CUSPARSE_PATH" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$TILEDSL_CUSPARSE_PATH"):$(dirname "$TILEDSL_CUSPARSE_PATH")/../../nvjitlink/lib"
-fi
 export TILEDSL_CACHE_DIR="$work/cache"  # empty: the first launch is a cold compile
 (cd "$work" && TILEDSL_PRINT_AUTOTUNING=1 TILEDSL_PRINT_COMPILE_TIMES=1 timeout 300 "$bin/tiledsl-bench" --csv="$logs/bench.csv") 2>&1 | tee "$logs/bench.log"
 (cd "$work" && TILEDSL_PRINT_COMPILE_TIMES=1 "$bin/tiledsl-bench" first-launch) 2>&1 | sed 's/^/warm start (disk cache): /' | tee -a "$logs/bench.log"
@@ -106,6 +114,13 @@ for v in "${variants[@]}"; do
     summary+=("cold compile + first launch, $what, median of $cold_runs processes ($v): $med ms")
   done
 done
+fi
+
+# Each workload over a range of sizes against its reference (bench/plot_sweep.py draws the CSV).
+if ! skip sweep; then
+echo "== size sweeps"
+(cd "$work" && timeout 400 "$bin/tiledsl-bench" sweep --csv="$logs/sweep.csv") 2>&1 | tee "$logs/sweep.log" | grep -E "^sweep|WRONG"
+summary+=("sweep: $(grep -c '^sweep ' "$logs/sweep.log") points in sweep.csv")
 fi
 
 # Our memory-bound kernels beside torch's and Triton's in one process, alternating

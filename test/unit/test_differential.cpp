@@ -40,9 +40,7 @@ F clamp(const F& v) { return tl::minimum(tl::maximum(v, -4.0f), 4.0f); }
 
 // One random op on values of `p`, its result added to the pool it belongs in.
 void random_op(std::mt19937& g, Pools& p, int64_t rows, int64_t cols) {
-  auto any = [&]() -> const F& {
-    return g() % 2 || p.approx.empty() ? pick(g, p.exact) : pick(g, p.approx);
-  };
+  auto any = [&]() -> const F& { return g() % 2 || p.approx.empty() ? pick(g, p.exact) : pick(g, p.approx); };
   switch (g() % 20) {
     case 0:
       p.approx.push_back(clamp(any() + any()));
@@ -116,24 +114,24 @@ void random_op(std::mt19937& g, Pools& p, int64_t rows, int64_t cols) {
   }
 }
 
-const tl::Kernel random_kernel = tl::kernel(
-    "random_kernel", {"x", "y", "k", "out", "iout", "rows", "cols", "SEED", "R", "C"},
-    [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Ptr<int32_t> k, tl::Ptr<float> out, tl::Ptr<int32_t> iout,
-       tl::Int rows, tl::Int cols, tl::Constexpr SEED, tl::Constexpr R, tl::Constexpr C) {
-      std::mt19937 g(static_cast<uint32_t>(SEED.value()));
-      auto r = tl::program_id(0) * R + tl::arange(0, R);
-      auto c = tl::program_id(1) * C + tl::arange(0, C);
-      auto offs = r(tl::_, tl::newaxis) * cols + c(tl::newaxis, tl::_);
-      auto mask = (r(tl::_, tl::newaxis) < rows) & (c(tl::newaxis, tl::_) < cols);
-      Pools p;
-      p.exact = {tl::load(x + offs, mask, 0.0f), tl::load(y + offs, mask, 1.0f)};
-      p.ints = {tl::load(k + offs, mask, 7)};
-      int ops = 4 + static_cast<int>(g() % 9);
-      for (int i = 0; i < ops; ++i) random_op(g, p, R.value(), C.value());
-      F result = p.approx.empty() ? p.exact.back() : p.approx.back() + p.exact.back();
-      tl::store(out + offs, result, mask);
-      tl::store(iout + offs, p.ints.back(), mask);
-    });
+const tl::Kernel random_kernel =
+    tl::kernel("random_kernel", {"x", "y", "k", "out", "iout", "rows", "cols", "SEED", "R", "C"},
+               [](tl::Ptr<float> x, tl::Ptr<float> y, tl::Ptr<int32_t> k, tl::Ptr<float> out, tl::Ptr<int32_t> iout,
+                  tl::Int rows, tl::Int cols, tl::Constexpr SEED, tl::Constexpr R, tl::Constexpr C) {
+                 std::mt19937 g(static_cast<uint32_t>(SEED.value()));
+                 auto r = tl::program_id(0) * R + tl::arange(0, R);
+                 auto c = tl::program_id(1) * C + tl::arange(0, C);
+                 auto offs = r(tl::_, tl::newaxis) * cols + c(tl::newaxis, tl::_);
+                 auto mask = (r(tl::_, tl::newaxis) < rows) & (c(tl::newaxis, tl::_) < cols);
+                 Pools p;
+                 p.exact = {tl::load(x + offs, mask, 0.0f), tl::load(y + offs, mask, 1.0f)};
+                 p.ints = {tl::load(k + offs, mask, 7)};
+                 int ops = 4 + static_cast<int>(g() % 9);
+                 for (int i = 0; i < ops; ++i) random_op(g, p, R.value(), C.value());
+                 F result = p.approx.empty() ? p.exact.back() : p.approx.back() + p.exact.back();
+                 tl::store(out + offs, result, mask);
+                 tl::store(iout + offs, p.ints.back(), mask);
+               });
 }  // namespace
 
 TEST_CASE("random kernels give the same results on the GPU as in the interpreter", "[interp][differential]") {
@@ -177,7 +175,8 @@ TEST_CASE("the differential comparison: integers exactly, floats within a few ul
   CHECK(first_difference(cpu(std::vector<float>{1.0001f, big}), cpu(std::vector<float>{1.0f, big})).find("element 0") ==
         0);
   CHECK(first_difference(cpu(std::vector<float>{NAN, 1.0f}), cpu(std::vector<float>{NAN, 1.0f})).empty());
-  CHECK(first_difference(cpu(std::vector<float>{NAN}), cpu(std::vector<float>{0.0f})) == "element 0: GPU nan, interpreter 0");
+  CHECK(first_difference(cpu(std::vector<float>{NAN}), cpu(std::vector<float>{0.0f})) ==
+        "element 0: GPU nan, interpreter 0");
   CHECK(first_difference(cpu(std::vector<float>{INFINITY}), cpu(std::vector<float>{-INFINITY})).find("element 0") == 0);
   // bf16 (7 mantissa bits): 2 ulps, 2^-6 of (|a| + |b| + scale) = 0.0625 here.
   std::vector<tl::bf16> a{tl::bf16(1.0f), tl::bf16(2.0f)}, b{tl::bf16(1.0078125f), tl::bf16(2.0f)},
