@@ -183,6 +183,7 @@ class Lowering {
 
   // --- Dot (DotToLLVM.cpp) -----------------------------------------------------------------
   Regs lower_dot(const ir::Op& op);
+  Regs lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l);
 
   // --- Control flow (ControlFlowToLLVM.cpp) ------------------------------------------------
   void lower_for(const ir::Op& op);

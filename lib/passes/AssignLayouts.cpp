@@ -44,6 +44,24 @@ class Assigner {
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind == OpKind::Load && is_tile(op->result())) layout_[op->result()] = anchor(*op);
     });
+    // Dots on tensor cores produce their accumulator in the mma layout. A loop that carries a
+    // dot's accumulator (acc = dot(a, b, acc)) carries it in that layout too, so it is converted
+    // once after the loop rather than twice per iteration.
+    ir::walk(f_.body, [&](const Op* op) {
+      if (op->kind != OpKind::Dot) return;
+      const MmaLayout* m = mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_);
+      if (!m) return;
+      layout_[op->result()] = m;
+      const Value* acc = op->operands[2];
+      const Block* body = acc->def ? nullptr : acc->owner;
+      if (!body || !body->parent || body->parent->kind != OpKind::For) return;
+      for (size_t i = 1; i < body->args.size(); ++i) {
+        const Op* yield = body->ops.empty() ? nullptr : body->ops.back().get();
+        if (body->args[i].get() == acc && yield && yield->kind == OpKind::Yield &&
+            yield->operands.at(i - 1) == op->result())
+          layout_[body->parent->result(i - 1)] = m;
+      }
+    });
     // Values computed elementwise from loaded tiles prefer their loads' layout when no user
     // decides one (a value that only feeds a reduction, say), so it is not converted.
     ir::walk(f_.body, [&](const Op* op) {

@@ -193,6 +193,62 @@ std::vector<ThreadTerm> SliceLayout::thread_terms() const {
   return t;
 }
 
+// --- MmaLayout -----------------------------------------------------------------------------
+
+const MmaLayout* MmaLayout::get(int warps_m, int warps_n) {
+  TILEDSL_CHECK(warps_m >= 1 && warps_n >= 1 && (warps_m & (warps_m - 1)) == 0 && (warps_n & (warps_n - 1)) == 0,
+                "mma layout: warps must be powers of two");
+  return intern(std::make_unique<MmaLayout>(warps_m, warps_n));
+}
+
+std::string MmaLayout::str() const { return fmt::format("mma<16x8, wpc=[{}, {}]>", wm_, wn_); }
+
+int64_t MmaLayout::num_regs(const Shape& shape) const {
+  return 4 * std::max<int64_t>(1, blocks_m(shape)) * std::max<int64_t>(1, blocks_n(shape));
+}
+
+Shape MmaLayout::reg_offset(const Shape& shape, int64_t reg) const {
+  int64_t i = reg % 4, block = reg / 4, bn = std::max<int64_t>(1, blocks_n(shape));
+  return {(block / bn) * kRows * wm_ + (i / 2) * 8, (block % bn) * kCols * wn_ + (i % 2)};
+}
+
+std::vector<ThreadTerm> MmaLayout::thread_terms() const {
+  ThreadTerm rows, cols;
+  rows.lane_shift = 2;  // lane / 4: the row within the block's top or bottom half
+  rows.lane_bits = 3;
+  rows.lane_scale = 1;
+  rows.warp_shift = 0;
+  rows.warp_bits = log2i(wm_);
+  rows.warp_scale = kRows;
+  cols.lane_shift = 0;  // lane % 4: a pair of columns
+  cols.lane_bits = 2;
+  cols.lane_scale = 2;
+  cols.warp_shift = log2i(wm_);
+  cols.warp_bits = log2i(wn_);
+  cols.warp_scale = kCols;
+  return {rows, cols};
+}
+
+const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps) {
+  if (!a.is_tile() || !b.is_tile() || a.element().is_pointer() || a.dtype() != b.dtype()) return nullptr;
+  if (a.dtype() != DType::f16 && a.dtype() != DType::bf16) return nullptr;
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  if (M % MmaLayout::kRows || N % MmaLayout::kCols || K % 16) return nullptr;
+  // Warps go to whichever dimension has more blocks left per warp, rows first on ties (as the
+  // row blocks are twice as tall); every warp must get a block of its own.
+  int wm = 1, wn = 1;
+  while (wm * wn < num_warps) {
+    int64_t per_m = M / (int64_t{MmaLayout::kRows} * wm), per_n = N / (int64_t{MmaLayout::kCols} * wn);
+    if (per_m >= per_n && per_m >= 2)
+      wm *= 2;
+    else if (per_n >= 2)
+      wn *= 2;
+    else
+      return nullptr;  // a tile too small for this many warps
+  }
+  return MmaLayout::get(wm, wn);
+}
+
 // --- Helpers -------------------------------------------------------------------------------
 
 const DistributedLayout* layout_of(ir::Type t) {

@@ -103,6 +103,40 @@ class SliceLayout final : public DistributedLayout {
   int dim_;
 };
 
+// The accumulator layout of the tensor cores' mma.sync.m16n8k16 (and m16n8k8): each warp holds
+// 16 x 8 blocks of the result, lane l holding rows l/4 and l/4 + 8 and columns 2(l%4) and
+// 2(l%4) + 1 of each. Warps tile the result warps_per_cta[0] x warps_per_cta[1] blocks at a
+// time (warp w at block (w % wm, w / wm)), and that CTA tile repeats over the shape. Registers
+// run over the four elements of a block (row-major), then over blocks (row-major).
+class MmaLayout final : public DistributedLayout {
+ public:
+  static constexpr int kRows = 16, kCols = 8;  // the instruction's accumulator block
+  static const MmaLayout* get(int warps_m, int warps_n);
+
+  int warps_m() const { return wm_; }
+  int warps_n() const { return wn_; }
+  // Blocks of 16 x 8 per warp along each dimension of `shape`.
+  int64_t blocks_m(const Shape& shape) const { return shape[0] / (int64_t{kRows} * wm_); }
+  int64_t blocks_n(const Shape& shape) const { return shape[1] / (int64_t{kCols} * wn_); }
+
+  std::string str() const override;
+  int rank() const override { return 2; }
+  int num_warps() const override { return wm_ * wn_; }
+  int64_t num_regs(const Shape& shape) const override;
+  Shape reg_offset(const Shape& shape, int64_t reg) const override;
+  std::vector<ThreadTerm> thread_terms() const override;
+
+  MmaLayout(int wm, int wn) : wm_(wm), wn_(wn) {}
+
+ private:
+  int wm_, wn_;
+};
+
+// The mma.sync layout for a dot of `a` [M, K] by `b` [K, N] with `num_warps` warps, or null when
+// the dot runs on FMA: the inputs must be f16 or bf16, and M, N, K multiples of 16, 8 and 16
+// large enough that no two warps compute the same block.
+const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps);
+
 // The layout of a tile type as a DistributedLayout, or null when it has none.
 const DistributedLayout* layout_of(ir::Type t);
 

@@ -86,7 +86,8 @@ void random_op(std::mt19937& g, Pools& p, int64_t rows, int64_t cols) {
         if (g() % 2)
           p.approx.push_back(clamp(tl::dot(any(), any()) * 0.0625f));
         else
-          p.approx.push_back(clamp(tl::dot(pick(g, p.exact).to<tl::bf16>(), pick(g, p.exact).to<tl::bf16>()) * 0.0625f));
+          p.approx.push_back(
+              clamp(tl::dot(pick(g, p.exact).to<tl::bf16>(), pick(g, p.exact).to<tl::bf16>()) * 0.0625f));
       }
       break;
     case 12:
