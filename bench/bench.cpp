@@ -487,6 +487,83 @@ int sweep(const std::string& csv) {
   return 0;
 }
 
+// `tiledsl-bench probe`: the ceiling of the mma.sync path, from hand-written PTX run through
+// our runtime's driver: every warp issues chains of mma.sync.m16n8k16 (bf16 in, f32 accumulate)
+// on registers, `kChains` independent accumulators so that the instruction's latency is hidden,
+// no memory traffic. TFLOP/s = 4096 flops per instruction per warp.
+std::string mma_probe_ptx(int chains) {
+  std::string body;
+  for (int c = 0; c < chains; ++c)
+    body += fmt::format(
+        "  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{%c{0}, %c{1}, %c{2}, %c{3}}}, {{%a0, %a1, %a2, "
+        "%a3}}, {{%b0, %b1}}, {{%c{0}, %c{1}, %c{2}, %c{3}}};\n",
+        4 * c, 4 * c + 1, 4 * c + 2, 4 * c + 3);
+  std::string sum;
+  for (int c = 1; c < 4 * chains; ++c) sum += fmt::format("  add.f32 %c0, %c0, %c{};\n", c);
+  return fmt::format(R"(.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry mma_probe(.param .u64 out, .param .u32 iters) {{
+  .reg .b32 %a<4>, %b<2>;
+  .reg .f32 %c<{regs}>;
+  .reg .u32 %i, %n;
+  .reg .u64 %o;
+  .reg .pred %p;
+  ld.param.u32 %n, [iters];
+  mov.b32 %a0, 0x3f803f80;
+  mov.b32 %a1, 0x3f803f80;
+  mov.b32 %a2, 0x3f803f80;
+  mov.b32 %a3, 0x3f803f80;
+  mov.b32 %b0, 0x3c003c00;
+  mov.b32 %b1, 0x3c003c00;
+{zero}  mov.u32 %i, 0;
+LOOP:
+{body}  add.u32 %i, %i, 1;
+  setp.lt.u32 %p, %i, %n;
+  @%p bra LOOP;
+{sum}  ld.param.u64 %o, [out];
+  st.global.f32 [%o], %c0;
+  ret;
+}}
+)",
+                     fmt::arg("regs", 4 * chains), fmt::arg("body", body), fmt::arg("sum", sum), fmt::arg("zero", [&] {
+                       std::string z;
+                       for (int c = 0; c < 4 * chains; ++c) z += fmt::format("  mov.f32 %c{}, 0f00000000;\n", c);
+                       return z;
+                     }()));
+}
+
+int mma_probe() {
+  const int sms = cu::device_info().sm_count;
+  auto out = tl::Tensor::empty({1});
+  for (int chains : {4, 8}) {
+    std::string ptx = mma_probe_ptx(chains);
+    cu::CUmodule mod = nullptr;
+    cu::CUfunction fn = nullptr;
+    cu::check(drv().cuModuleLoadData(&mod, ptx.c_str()), "cuModuleLoadData (mma probe)");
+    cu::check(drv().cuModuleGetFunction(&fn, mod, "mma_probe"), "cuModuleGetFunction");
+    for (int warps : {4, 8}) {
+      unsigned iters = 4096;
+      void* ptr = out.data_ptr();
+      void* args[] = {&ptr, &iters};
+      const unsigned blocks = static_cast<unsigned>(sms * 4);
+      auto launch = [&] {
+        cu::check(
+            drv().cuLaunchKernel(fn, blocks, 1, 1, 32 * static_cast<unsigned>(warps), 1, 1, 0, nullptr, args, nullptr),
+            "cuLaunchKernel (mma probe)");
+      };
+      launch();
+      double ms = time_ms(launch);
+      double flop = 4096.0 * chains * iters * warps * blocks;
+      std::printf("probe mma.sync.m16n8k16 bf16: %d chains, %d warps x %u blocks: %.1f TFLOP/s\n", chains, warps,
+                  blocks, flop / ms / 1e9);
+      summary().add_row({fmt::format("mma.sync probe, {} chains, {} warps", chains, warps), num(ms),
+                         num(flop / ms / 1e9, 1), "TFLOP/s", "", ""});
+    }
+  }
+  return 0;
+}
+
 // Host time per launch of `launch` (a tiny kernel): the median over 40 batches of 128 launches,
 // each batch timed from its first call to its last return, the GPU drained between batches
 // (outside the timing). Launched back to back without end, a kernel that takes the GPU longer
@@ -546,7 +623,8 @@ int main(int argc, char** argv) {
   // `tiledsl-bench memory`: only the memory-bound kernels and SpMM (to compare builds quickly).
   // `tiledsl-bench export DIR`: write the memory-bound kernels' PTX (see export_kernels) and exit.
   // `tiledsl-bench sweep --csv=PATH`: every workload over a range of sizes (see sweep).
-  bool first_launch_only = false, cold_only = false, memory_only = false, sweep_only = false;
+  // `tiledsl-bench probe`: the mma.sync ceiling from hand-written PTX (see mma_probe).
+  bool first_launch_only = false, cold_only = false, memory_only = false, sweep_only = false, probe_only = false;
   std::string csv;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -558,6 +636,8 @@ int main(int argc, char** argv) {
       memory_only = true;
     else if (a == "sweep")
       sweep_only = true;
+    else if (a == "probe")
+      probe_only = true;
     else if (a == "export" && i + 1 < argc)
       return export_kernels(argv[i + 1]);
     else if (a.rfind("--csv=", 0) == 0)
@@ -575,6 +655,7 @@ int main(int argc, char** argv) {
   double start_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("tiledsl-bench on %s\n", cu::device_info().name.c_str());
   if (sweep_only) return sweep(csv);
+  if (probe_only) return mma_probe();
   std::printf("%-40s %10.3f ms\n", "runtime start-up", start_ms);
   std::string no_nvjitlink;
   std::printf("PTX -> cubin: %s\n", cu::nvjitlink_available(&no_nvjitlink)
