@@ -48,6 +48,20 @@ const Tensor& Args::tensor(std::string_view name) const {
   return *a.t;
 }
 
+namespace {
+// A launch's full argument list (the user's and the tuned constexprs): fixed storage for the usual
+// kernel, the heap for one with more than 64 parameters.
+struct ArgBuffer {
+  std::array<detail::LaunchArg, 64> fixed;
+  std::vector<detail::LaunchArg> heap;
+  std::span<detail::LaunchArg> get(size_t n) {
+    if (n <= fixed.size()) return {fixed.data(), n};
+    heap.resize(n);
+    return heap;
+  }
+};
+}  // namespace
+
 struct Autotuner::Impl {
   explicit Impl(Kernel k) : kernel(std::move(k)) {}
   Kernel kernel;
@@ -70,8 +84,7 @@ struct Autotuner::Impl {
 
   // The kernel's full argument list: the user's arguments with config `c`'s constexprs inserted.
   // No allocation: a tuned launch costs what an untuned one does.
-  std::span<detail::LaunchArg> full_args(std::span<const detail::LaunchArg> user, size_t c,
-                                         std::array<detail::LaunchArg, 64>& out) const {
+  std::span<detail::LaunchArg> full_args(std::span<const detail::LaunchArg> user, size_t c, ArgBuffer& buffer) const {
     if (user.size() != user_arity) {
       std::vector<std::string> names;
       for (size_t i = 0; i < tuned_param.size(); ++i)
@@ -79,10 +92,11 @@ struct Autotuner::Impl {
       fail(fmt::format("expects {} arguments ({}) but got {}; the tuned constexprs come from the configs", user_arity,
                        fmt::join(names, ", "), user.size()));
     }
+    std::span<detail::LaunchArg> out = buffer.get(tuned_param.size());
     size_t u = 0;
     for (size_t i = 0; i < tuned_param.size(); ++i)
       out[i] = tuned_param[i] ? detail::LaunchArg{detail::LaunchArg::integer, nullptr, values[c][i], 0} : user[u++];
-    return std::span(out.data(), tuned_param.size());
+    return out;
   }
 
   // The tuning key: the named arguments' values (tensor shapes), every tensor's dtype and device.
@@ -131,7 +145,7 @@ std::filesystem::path record_path(const Autotuner::Impl& t, std::span<const deta
                                   const std::vector<int64_t>& key) {
   std::string ir;
   for (size_t c = 0; c < t.configs.size() && ir.empty(); ++c) {
-    std::array<detail::LaunchArg, 64> buf;
+    ArgBuffer buf;
     try {
       ir = t.kernel.ir_for(t.full_args(user, c, buf), /*locations=*/false);
     } catch (const Error&) {
@@ -165,7 +179,6 @@ Autotuner::Autotuner(Kernel k, std::vector<Config> configs, std::vector<std::str
     t.tuned_param.push_back(is_tuned);
     if (!is_tuned) ++t.user_arity;
   }
-  if (params.size() > 64) t.fail("more than 64 parameters");
   for (const auto& c : t.configs) {
     std::vector<int64_t> v(params.size(), 0);
     for (size_t i = 0; i < params.size(); ++i) {
@@ -192,7 +205,7 @@ size_t Autotuner::tunings() const { return impl_->tunings; }
 
 std::optional<Config> Autotuner::lookup(std::span<const detail::LaunchArg> user) const {
   Impl& t = *impl_;
-  std::array<detail::LaunchArg, 64> buf;
+  ArgBuffer buf;
   auto full = t.full_args(user, 0, buf);
   std::vector<int64_t> key;
   t.tuning_key(full, key);
@@ -206,7 +219,7 @@ std::optional<Config> Autotuner::lookup(std::span<const detail::LaunchArg> user)
 
 size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& grid) const {
   Impl& t = *impl_;
-  std::array<detail::LaunchArg, 64> buf;
+  ArgBuffer buf;
   auto full = t.full_args(user, 0, buf);
   thread_local std::vector<int64_t> key;
   t.tuning_key(full, key);
@@ -243,7 +256,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
     auto worker = [&] {
       for (size_t n; (n = next++) < candidates.size();) {
         size_t i = candidates[n];
-        std::array<detail::LaunchArg, 64> cbuf;
+        ArgBuffer cbuf;
         try {
           t.kernel.prepare({t.configs[i].num_warps, t.configs[i].num_stages, nullptr}, t.full_args(user, i, cbuf));
         } catch (...) {
@@ -260,7 +273,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
   std::vector<std::string> reasons;
   for (size_t i : candidates) {
     const Config& c = t.configs[i];
-    std::array<detail::LaunchArg, 64> cbuf;
+    ArgBuffer cbuf;
     auto cfull = t.full_args(user, i, cbuf);
     try {
       if (compile_error[i]) std::rethrow_exception(compile_error[i]);
@@ -303,7 +316,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
 void TunedLaunch::launch(std::span<const detail::LaunchArg> user) const {
   size_t c = t_.choose(user, grid_);
   const Config& config = t_.impl()->configs[c];
-  std::array<detail::LaunchArg, 64> buf;
+  ArgBuffer buf;
   auto full = t_.impl()->full_args(user, c, buf);
   t_.kernel().launch(grid_, {config.num_warps, config.num_stages, nullptr}, full);
 }

@@ -55,6 +55,14 @@ summary+=("op tests on the GPU: $(grep -E '^(All tests passed|test cases:)' "$lo
 tail -3 "$logs/ops.log"
 fi
 
+if ! skip ops; then
+echo "== kernels that trap on the GPU, one process each"
+for spec in "trap: a loop whose step is zero*" "trap: a failing device_assert*"; do
+  (cd "$work" && timeout 60 "$bin/tiledsl-tests" "$spec") >>"$logs/traps.log" 2>&1
+  summary+=("$spec: $(grep -E '^(All tests passed|test cases:)' "$logs/traps.log" | tail -1)")
+done
+fi
+
 if ! skip differential; then
 echo "== differential: the op tests and random kernels, each GPU launch compared with the interpreter"
 (cd "$work" && TILEDSL_COMPARE_INTERPRETER=1 timeout 400 "$bin/tiledsl-tests" "[interp]") >"$logs/differential.log" 2>&1

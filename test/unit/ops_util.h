@@ -3,14 +3,21 @@
 #pragma once
 
 #include <tiledsl/tiledsl.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <exception>
+#include <fstream>
+#include <functional>
 #include <iomanip>
+#include <iostream>
 #include <limits>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -159,6 +166,34 @@ H<T> round_as(double x) {
     return static_cast<float>(x);
   else
     return T(x);
+}
+
+// What `run` writes to file descriptor 1: the interpreter writes through std::cout, the GPU's
+// printf buffer reaches the process's stdout at the next blocking copy.
+inline std::string captured_stdout(const std::function<void()>& run) {
+  std::cout.flush();
+  std::fflush(stdout);
+  char path[] = "/tmp/tiledsl-stdout-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  int saved = dup(1);
+  dup2(fd, 1);
+  std::exception_ptr error;
+  try {
+    run();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::cout.flush();
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  close(fd);
+  std::remove(path);
+  if (error) std::rethrow_exception(error);
+  return text;
 }
 
 }  // namespace opt

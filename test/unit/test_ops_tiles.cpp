@@ -839,34 +839,6 @@ TEST_CASE("randint, rand and randn are Philox bit for bit, with plausible statis
 }
 
 // --- Printing and hints ---------------------------------------------------------------------
-// What `run` writes to file descriptor 1: the interpreter writes through std::cout, the GPU's
-// printf buffer reaches the process's stdout at the next blocking copy.
-std::string captured_stdout(const std::function<void()>& run) {
-  std::cout.flush();
-  std::fflush(stdout);
-  char path[] = "/tmp/tiledsl-stdout-XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  int saved = dup(1);
-  dup2(fd, 1);
-  std::exception_ptr error;
-  try {
-    run();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  std::cout.flush();
-  std::fflush(stdout);
-  dup2(saved, 1);
-  close(saved);
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  close(fd);
-  std::remove(path);
-  if (error) std::rethrow_exception(error);
-  return text;
-}
-
 TEST_CASE("device_print writes each element with its program and index", "[interp]") {
   auto k = tl::kernel("printer", {"x", "f"}, [](tl::Ptr<int32_t> x, tl::Ptr<float> f) {
     auto i = tl::arange(0, 4);
@@ -905,6 +877,99 @@ TEST_CASE("multiple_of and max_contiguous are the identity", "[interp]") {
   k[tl::grid(tl::cdiv(n, 256))](tensor<float>(x), out, n, 256);
   require_equal(host<float>(out), x);
 }
+
+// 70 parameters: a launch packs every one (more than the 64 the launcher and the autotuner keep
+// in fixed storage), directly and through the autotuner (which adds the tuned constexpr).
+// clang-format off
+TEST_CASE("a kernel with 70 parameters gets every argument, tuned or not", "[interp]") {
+  auto k = tl::kernel(
+      "many", {"out", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10", "a11", "a12", "a13", "a14", "a15", "a16", "a17", "a18", "a19", "a20", "a21", "a22", "a23", "a24", "a25", "a26", "a27", "a28", "a29", "a30", "a31", "a32", "a33", "a34", "a35", "a36", "a37", "a38", "a39", "a40", "a41", "a42", "a43", "a44", "a45", "a46", "a47", "a48", "a49", "a50", "a51", "a52", "a53", "a54", "a55", "a56", "a57", "a58", "a59", "a60", "a61", "a62", "a63", "a64", "a65", "a66", "a67", "SCALE"},
+      [](tl::Ptr<int32_t> out, tl::Int a0, tl::Int a1, tl::Int a2, tl::Int a3, tl::Int a4, tl::Int a5, tl::Int a6, tl::Int a7, tl::Int a8, tl::Int a9, tl::Int a10, tl::Int a11, tl::Int a12, tl::Int a13, tl::Int a14, tl::Int a15, tl::Int a16, tl::Int a17, tl::Int a18, tl::Int a19, tl::Int a20, tl::Int a21, tl::Int a22, tl::Int a23, tl::Int a24, tl::Int a25, tl::Int a26, tl::Int a27, tl::Int a28, tl::Int a29, tl::Int a30, tl::Int a31, tl::Int a32, tl::Int a33, tl::Int a34, tl::Int a35, tl::Int a36, tl::Int a37, tl::Int a38, tl::Int a39, tl::Int a40, tl::Int a41, tl::Int a42, tl::Int a43, tl::Int a44, tl::Int a45, tl::Int a46, tl::Int a47, tl::Int a48, tl::Int a49, tl::Int a50, tl::Int a51, tl::Int a52, tl::Int a53, tl::Int a54, tl::Int a55, tl::Int a56, tl::Int a57, tl::Int a58, tl::Int a59, tl::Int a60, tl::Int a61, tl::Int a62, tl::Int a63, tl::Int a64, tl::Int a65, tl::Int a66, tl::Int a67, tl::Constexpr SCALE) {
+        tl::store(out + 0, a0 * SCALE + 0);
+        tl::store(out + 1, a1 * SCALE + 1);
+        tl::store(out + 2, a2 * SCALE + 2);
+        tl::store(out + 3, a3 * SCALE + 3);
+        tl::store(out + 4, a4 * SCALE + 4);
+        tl::store(out + 5, a5 * SCALE + 5);
+        tl::store(out + 6, a6 * SCALE + 6);
+        tl::store(out + 7, a7 * SCALE + 7);
+        tl::store(out + 8, a8 * SCALE + 8);
+        tl::store(out + 9, a9 * SCALE + 9);
+        tl::store(out + 10, a10 * SCALE + 10);
+        tl::store(out + 11, a11 * SCALE + 11);
+        tl::store(out + 12, a12 * SCALE + 12);
+        tl::store(out + 13, a13 * SCALE + 13);
+        tl::store(out + 14, a14 * SCALE + 14);
+        tl::store(out + 15, a15 * SCALE + 15);
+        tl::store(out + 16, a16 * SCALE + 16);
+        tl::store(out + 17, a17 * SCALE + 17);
+        tl::store(out + 18, a18 * SCALE + 18);
+        tl::store(out + 19, a19 * SCALE + 19);
+        tl::store(out + 20, a20 * SCALE + 20);
+        tl::store(out + 21, a21 * SCALE + 21);
+        tl::store(out + 22, a22 * SCALE + 22);
+        tl::store(out + 23, a23 * SCALE + 23);
+        tl::store(out + 24, a24 * SCALE + 24);
+        tl::store(out + 25, a25 * SCALE + 25);
+        tl::store(out + 26, a26 * SCALE + 26);
+        tl::store(out + 27, a27 * SCALE + 27);
+        tl::store(out + 28, a28 * SCALE + 28);
+        tl::store(out + 29, a29 * SCALE + 29);
+        tl::store(out + 30, a30 * SCALE + 30);
+        tl::store(out + 31, a31 * SCALE + 31);
+        tl::store(out + 32, a32 * SCALE + 32);
+        tl::store(out + 33, a33 * SCALE + 33);
+        tl::store(out + 34, a34 * SCALE + 34);
+        tl::store(out + 35, a35 * SCALE + 35);
+        tl::store(out + 36, a36 * SCALE + 36);
+        tl::store(out + 37, a37 * SCALE + 37);
+        tl::store(out + 38, a38 * SCALE + 38);
+        tl::store(out + 39, a39 * SCALE + 39);
+        tl::store(out + 40, a40 * SCALE + 40);
+        tl::store(out + 41, a41 * SCALE + 41);
+        tl::store(out + 42, a42 * SCALE + 42);
+        tl::store(out + 43, a43 * SCALE + 43);
+        tl::store(out + 44, a44 * SCALE + 44);
+        tl::store(out + 45, a45 * SCALE + 45);
+        tl::store(out + 46, a46 * SCALE + 46);
+        tl::store(out + 47, a47 * SCALE + 47);
+        tl::store(out + 48, a48 * SCALE + 48);
+        tl::store(out + 49, a49 * SCALE + 49);
+        tl::store(out + 50, a50 * SCALE + 50);
+        tl::store(out + 51, a51 * SCALE + 51);
+        tl::store(out + 52, a52 * SCALE + 52);
+        tl::store(out + 53, a53 * SCALE + 53);
+        tl::store(out + 54, a54 * SCALE + 54);
+        tl::store(out + 55, a55 * SCALE + 55);
+        tl::store(out + 56, a56 * SCALE + 56);
+        tl::store(out + 57, a57 * SCALE + 57);
+        tl::store(out + 58, a58 * SCALE + 58);
+        tl::store(out + 59, a59 * SCALE + 59);
+        tl::store(out + 60, a60 * SCALE + 60);
+        tl::store(out + 61, a61 * SCALE + 61);
+        tl::store(out + 62, a62 * SCALE + 62);
+        tl::store(out + 63, a63 * SCALE + 63);
+        tl::store(out + 64, a64 * SCALE + 64);
+        tl::store(out + 65, a65 * SCALE + 65);
+        tl::store(out + 66, a66 * SCALE + 66);
+        tl::store(out + 67, a67 * SCALE + 67);
+      });
+  std::vector<int32_t> v(68);
+  std::mt19937 g(71);
+  for (auto& x : v) x = static_cast<int32_t>(g() % 100000) - 50000;
+  auto check = [&](const tl::Tensor& out, int scale) {
+    auto got = host<int32_t>(out);
+    for (int i = 0; i < 68; ++i) REQUIRE(got[static_cast<size_t>(i)] == v[static_cast<size_t>(i)] * scale + i);
+  };
+  auto out = poison<int32_t>({68});
+  k[tl::grid(1)](out, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25], v[26], v[27], v[28], v[29], v[30], v[31], v[32], v[33], v[34], v[35], v[36], v[37], v[38], v[39], v[40], v[41], v[42], v[43], v[44], v[45], v[46], v[47], v[48], v[49], v[50], v[51], v[52], v[53], v[54], v[55], v[56], v[57], v[58], v[59], v[60], v[61], v[62], v[63], v[64], v[65], v[66], v[67], 3);
+  check(out, 3);
+  auto tuned = tl::autotune(k, {tl::Config{{{"SCALE", 5}}, 4, 3}}, {});
+  auto out2 = poison<int32_t>({68});
+  tuned[tl::grid(1)](out2, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24], v[25], v[26], v[27], v[28], v[29], v[30], v[31], v[32], v[33], v[34], v[35], v[36], v[37], v[38], v[39], v[40], v[41], v[42], v[43], v[44], v[45], v[46], v[47], v[48], v[49], v[50], v[51], v[52], v[53], v[54], v[55], v[56], v[57], v[58], v[59], v[60], v[61], v[62], v[63], v[64], v[65], v[66], v[67]);
+  check(out2, 5);
+}
+// clang-format on
 
 // --- Tracing and threads --------------------------------------------------------------------
 TEST_CASE("one trace per specialisation key", "[interp]") {
