@@ -6,11 +6,14 @@
 // clang-format off
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <tiledsl/tiledsl.h>
+#include <unistd.h>
 
 namespace tl = tiledsl;
 using tl::_;
@@ -643,3 +646,42 @@ TEST_CASE("arithmetic on fp8 tiles asks for a conversion first", "[error]") {
                                      "compute with them"));
 }
 // clang-format on
+
+// The interpreter holds each value of a program whole: a 2^20-element tile is 8 MiB per value.
+// Under an address-space limit a few MiB above what the process uses, the launch is an error
+// naming the launch's line and what to do, not a bare std::bad_alloc.
+TEST_CASE("the interpreter running out of host memory names the launch", "[error]") {
+  auto k = tl::kernel("huge", {"x", "out"}, [](tl::Ptr<float> x, tl::Ptr<float> out) {
+    auto i = tl::arange(0, 1 << 20);
+    auto v = tl::load(x + (i & 15)) * 2.0f + 1.0f;
+    tl::store(out + (i & 15), v, i < 16);
+  });
+  auto x = f32(16), out = f32(16);
+  k.ir(x, out);  // traced before the limit: only the run is short of memory
+  auto vm_bytes = [] {
+    std::ifstream statm("/proc/self/statm");
+    long pages = 0;
+    statm >> pages;
+    return static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
+  };
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_AS, &saved) == 0);
+  rlimit tight = saved;
+  tight.rlim_cur = vm_bytes() + (4u << 20);
+  std::string error;
+  REQUIRE(setrlimit(RLIMIT_AS, &tight) == 0);
+  try {
+    k[tl::grid(1)](x, out);
+    const int line = __LINE__;
+    error = "no error at line " + std::to_string(line);
+  } catch (const tl::Error& e) {
+    error = e.what();
+  } catch (const std::bad_alloc&) {
+    error = "std::bad_alloc";
+  }
+  REQUIRE(setrlimit(RLIMIT_AS, &saved) == 0);
+  INFO(error);
+  CHECK(error.find("test_errors.cpp:") != std::string::npos);
+  CHECK(error.find("error in kernel 'huge'") != std::string::npos);
+  CHECK(error.find("the interpreter ran out of host memory") != std::string::npos);
+}
