@@ -187,7 +187,8 @@ Value* Builder::unary(OpKind k, Value* v, const Location& loc) {
   if (is_fp8(t)) fail(loc, op, fmt::format("got {}: {}", ty(v), kFp8Arith));
   if (has_trait(k, kFloatMath) && !is_float(t))
     fail(loc, op, fmt::format("needs a floating-point operand, got {}; convert it first with .to<float>()", ty(v)));
-  if (has_trait(k, kIntOnly) && is_float(t)) fail(loc, op, fmt::format("needs an integer or boolean operand, got {}", ty(v)));
+  if (has_trait(k, kIntOnly) && is_float(t))
+    fail(loc, op, fmt::format("needs an integer or boolean operand, got {}", ty(v)));
   return make(k, {v}, v->type, {}, loc);
 }
 
