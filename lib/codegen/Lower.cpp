@@ -20,12 +20,12 @@ std::unique_ptr<llvm::Module> Lowering::run() {
   tid_ = intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
   lane_ = b_.CreateAnd(tid_, 31, "lane");
   warp_ = b_.CreateLShr(tid_, 5, "warp");
-  // `.extern .shared .align 16 .b8 tiledsl_smem[]`: sized at launch (the function's
+  // `.extern .shared .align 128 .b8 tiledsl_smem[]`: sized at launch (the function's
   // shared_bytes attribute), so a kernel may use more than the 48 KiB of static shared memory.
   smem_ = new llvm::GlobalVariable(*mod_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
                                    llvm::GlobalValue::ExternalLinkage, nullptr, "tiledsl_smem", nullptr,
                                    llvm::GlobalValue::NotThreadLocal, kShared);
-  smem_->setAlignment(llvm::Align(16));
+  smem_->setAlignment(llvm::Align(128));  // swizzled dot operands (DotToLLVM.cpp) need 128
   block(f_.body);
   b_.CreateRetVoid();
   finish_shared_memory();

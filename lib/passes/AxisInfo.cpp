@@ -51,13 +51,70 @@ class Analysis {
     return it->second;
   }
 
-  void block(const ir::Block& b) {
-    if (&b != &f_.body)
+  void block(const ir::Block& b, bool args_known = false) {
+    if (&b != &f_.body && !args_known)
       for (const auto& a : b.args) map_[a.get()] = unknown(a.get());
     for (const auto& op : b.ops) {
+      if (op->kind == ir::OpKind::For) {
+        loop(*op);
+        continue;
+      }
       for (const auto& r : op->regions) block(*r);
       for (const auto& r : op->results) map_[r.get()] = infer(*op, r.get());
     }
+  }
+
+  // What holds of every value two infos describe: the gcd, dimension by dimension.
+  static AxisInfo meet(const AxisInfo& a, const AxisInfo& b) {
+    AxisInfo m = a;
+    for (size_t d = 0; d < m.contiguity.size() && d < b.contiguity.size(); ++d) {
+      m.contiguity[d] = std::gcd(a.contiguity[d], b.contiguity[d]);
+      m.divisibility[d] = std::gcd(a.divisibility[d], b.divisibility[d]);
+      m.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+    }
+    return m;
+  }
+  static bool same(const AxisInfo& a, const AxisInfo& b) {
+    return a.contiguity == b.contiguity && a.divisibility == b.divisibility && a.constancy == b.constancy;
+  }
+
+  // A loop-carried value has what its initial value and every yielded value have in common: from
+  // the initial values, the body is analysed again until what it yields adds nothing (the infos
+  // only shrink, so this ends; after kRounds it gives up to unknown). So a pointer tile advanced
+  // by a multiple of 16 each iteration keeps its contiguity and divisibility, and the loads
+  // through it stay vectorised. The induction variable is a multiple of what lo and step share.
+  void loop(const ir::Op& op) {
+    constexpr int kRounds = 16;
+    const ir::Block& body = *op.regions[0];
+    const size_t n = op.results.size();
+    std::vector<AxisInfo> carried;
+    for (size_t i = 0; i < n; ++i) carried.push_back(get(op.operands[3 + i]));
+    AxisInfo iv = unknown(body.args[0].get());
+    iv.divisibility[0] = std::gcd(get(op.operands[0]).divisibility[0], get(op.operands[2]).divisibility[0]);
+    bool settled = false;
+    for (int round = 0; round < kRounds && !settled; ++round) {
+      map_[body.args[0].get()] = iv;
+      for (size_t i = 0; i < n; ++i) map_[body.args[i + 1].get()] = carried[i];
+      block(body, /*args_known=*/true);
+      const ir::Op* yield = body.ops.empty() ? nullptr : body.ops.back().get();
+      settled = true;
+      for (size_t i = 0; i < n; ++i) {
+        AxisInfo next = yield && yield->kind == ir::OpKind::Yield && i < yield->operands.size()
+                            ? meet(carried[i], get(yield->operands[i]))
+                            : unknown(op.results[i].get());
+        if (!same(next, carried[i])) {
+          carried[i] = next;
+          settled = false;
+        }
+      }
+    }
+    if (!settled) {
+      for (size_t i = 0; i < n; ++i) carried[i] = unknown(op.results[i].get());
+      map_[body.args[0].get()] = iv;
+      for (size_t i = 0; i < n; ++i) map_[body.args[i + 1].get()] = carried[i];
+      block(body, /*args_known=*/true);
+    }
+    for (size_t i = 0; i < n; ++i) map_[op.results[i].get()] = carried[i];
   }
 
   AxisInfo infer(const ir::Op& op, const ir::Value* result) {
