@@ -32,6 +32,10 @@ cl::opt<bool> axis_info("print-axis-info",
 cl::opt<int, false, tools::NumWarpsParser> num_warps(
     "num-warps", cl::init(4), cl::value_desc("N"),
     cl::desc("Warps per program for layouts and codegen: 1, 2, 4, 8, 16 or 32 (default 4)"), cl::cat(category));
+cl::opt<int, false, tools::NumStagesParser> num_stages(
+    "num-stages", cl::init(3), cl::value_desc("N"),
+    cl::desc("Pipelining stages for the passes and codegen (default 3; 1 turns prefetch-loads off)"),
+    cl::cat(category));
 enum class Emit { ir, llvm, ptx };
 cl::opt<Emit> emit("emit", cl::init(Emit::ir), cl::desc("What to print (default: the IR after the passes asked for)"),
                    cl::values(clEnumValN(Emit::llvm, "llvm", "run the pass pipeline and print LLVM IR (after O3)"),
@@ -81,6 +85,7 @@ int main(int argc, char** argv) {
       codegen::CompileOptions opts;
       opts.arch = arch;
       opts.num_warps = num_warps;
+      opts.num_stages = num_stages;
       opts.optimize = !O0;
       opts.fp_fusion = !no_fp_fusion;
       opts.keep_stages = emit == Emit::llvm;
@@ -94,6 +99,7 @@ int main(int argc, char** argv) {
     }
     passes::PipelineOptions popts;
     popts.num_warps = num_warps;
+    popts.num_stages = num_stages;
     for (const auto* p : passes) {
       p->run(*f, popts);
       ir::verify(*f);

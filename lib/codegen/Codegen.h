@@ -20,7 +20,7 @@ inline constexpr const char* kDefaultArch = "sm_90";
 struct CompileOptions {
   std::string arch = kDefaultArch;  // sm_80, sm_90 or sm_90a
   int num_warps = 4;
-  int num_stages = 3;  // pipelining depth for loops that feed dots (tensor cores, to come)
+  int num_stages = 3;  // 2 or more: loads feeding dots in loops are prefetched (passes/Prefetch.h)
   // Floating-point contraction (Triton's enable_fp_fusion): a * b + c may become one fma,
   // rounded once. Off, every multiply and add is rounded on its own, as the interpreter does.
   bool fp_fusion = true;

@@ -157,6 +157,7 @@ Compiled compile(const ir::Function& traced, const CompileOptions& o) {
   int step = 0;
   passes::PipelineOptions popts;
   popts.num_warps = o.num_warps;
+  popts.num_stages = o.num_stages;
   if (stages)
     popts.after_pass = [&](const std::string& pass, const ir::Function& g) {
       std::string text = ir::print(g);

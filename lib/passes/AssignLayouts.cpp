@@ -1,6 +1,7 @@
 #include "passes/AssignLayouts.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "passes/AxisInfo.h"
@@ -44,22 +45,38 @@ class Assigner {
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind == OpKind::Load && is_tile(op->result())) layout_[op->result()] = anchor(*op);
     });
-    // Dots on tensor cores produce their accumulator in the mma layout. A loop that carries a
-    // dot's accumulator (acc = dot(a, b, acc)) carries it in that layout too, so it is converted
-    // once after the loop rather than twice per iteration.
+    // Dots on tensor cores produce their accumulator in the mma layout.
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind != OpKind::Dot) return;
-      const MmaLayout* m = mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_);
-      if (!m) return;
-      layout_[op->result()] = m;
-      const Value* acc = op->operands[2];
-      const Block* body = acc->def ? nullptr : acc->owner;
-      if (!body || !body->parent || body->parent->kind != OpKind::For) return;
-      for (size_t i = 1; i < body->args.size(); ++i) {
-        const Op* yield = body->ops.empty() ? nullptr : body->ops.back().get();
-        if (body->args[i].get() == acc && yield && yield->kind == OpKind::Yield &&
-            yield->operands.at(i - 1) == op->result())
-          layout_[body->parent->result(i - 1)] = m;
+      if (const MmaLayout* m = mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_))
+        layout_[op->result()] = m;
+    });
+    // A loop carries a value in the layout its body yields it in when that layout is fixed up
+    // front (a load's anchor, a tensor-core dot's accumulator), and a pointer tile in the layout
+    // of the accesses it addresses: an accumulator (acc = dot(a, b, acc)), a prefetched tile
+    // (passes/Prefetch.h) or a pointer tile is then converted at most once, outside the loop,
+    // instead of in every iteration.
+    ir::walk(f_.body, [&](const Op* op) {
+      if (op->kind != OpKind::For) return;
+      const Block& body = *op->regions[0];
+      const Op* yield = body.terminator();
+      if (!yield || yield->kind != OpKind::Yield) return;
+      for (size_t i = 0; i < op->results.size() && i < yield->operands.size(); ++i) {
+        if (!is_tile(op->result(i))) continue;
+        auto it = layout_.find(yield->operands[i]);
+        if (it != layout_.end()) {
+          layout_.try_emplace(op->result(i), it->second);
+          continue;
+        }
+        // A carried pointer tile (a_ptrs += step) takes the layout of the loads and stores it
+        // addresses, so that it is not converted each iteration.
+        const Value* arg = body.args[i + 1].get();
+        for (const auto& user : body.ops)
+          if ((user->kind == OpKind::Load || user->kind == OpKind::Store) && !user->operands.empty() &&
+              (user->operands[0] == arg || user->operands[0] == yield->operands[i])) {
+            layout_.try_emplace(op->result(i), anchor(*user));
+            break;
+          }
       }
     });
     // Values computed elementwise from loaded tiles prefer their loads' layout when no user
@@ -283,11 +300,23 @@ class Assigner {
           if (operand == r) operand = nv;
       });
     }
-    // An operand wanted in another layout than its value has: convert before the user.
+    // An operand wanted in another layout than its value has: converted before the user, or,
+    // when the value comes from outside the user's loop or branch, once right after the value
+    // (so a loop does not convert a loop-invariant value in every iteration), shared by every
+    // user that wants it in that layout.
+    std::map<std::pair<const Value*, Layout>, Value*> hoisted;
     for (const auto& c : operand_conversions_) {
       Value* v = c.op->operands[c.index];
       if (layout_of(v->type) == c.to) continue;
       ir::Type to = ir::Type::tile(v->type.shape(), v->type.element(), c.to);
+      Block* home = v->def ? v->def->parent : v->owner;
+      const bool outside = home != c.op->parent;
+      if (outside) {
+        if (auto it = hoisted.find({v, c.to}); it != hoisted.end()) {
+          c.op->operands[c.index] = it->second;
+          continue;
+        }
+      }
       // An arange or a splat is cheaper to compute again in the new layout than to convert.
       const Op* def = v->def;
       std::unique_ptr<Op> op;
@@ -301,8 +330,10 @@ class Assigner {
       } else {
         op = convert(v, to, c.op->loc);
       }
-      Op* conv = insert(*c.op->parent, position(c.op), std::move(op));
+      Op* conv = outside ? insert(*home, v->def ? position(v->def) + 1 : 0, std::move(op))
+                         : insert(*c.op->parent, position(c.op), std::move(op));
       c.op->operands[c.index] = conv->result();
+      if (outside) hoisted[{v, c.to}] = conv->result();
     }
     f_.number_values();
   }

@@ -6,6 +6,7 @@
 #include "passes/CSE.h"
 #include "passes/Canonicalize.h"
 #include "passes/DCE.h"
+#include "passes/Prefetch.h"
 #include "passes/RemoveConvertLayouts.h"
 
 namespace tiledsl::passes {
@@ -20,6 +21,14 @@ const std::vector<PassInfo>& pipeline_passes() {
        "of a select with a constant condition, turns broadcast/reshape/expand_dims of a splat into "
        "one splat, and removes broadcasts, reshapes and casts to the operand's own type.",
        [](ir::Function& f, const PipelineOptions&) { canonicalize(f); }},
+      {"prefetch-loads",
+       "Software pipelining in registers (num_stages >= 2): in a loop, each load whose tile reaches "
+       "a dot and whose pointer, mask and other are pure functions of the induction variable, the "
+       "loop-carried values and values from outside is issued one iteration ahead: the first "
+       "before the loop, the next one in the body before the first dot, carried by the loop, "
+       "masked off where its iteration does not run. Reads the same addresses under the same "
+       "masks, earlier.",
+       [](ir::Function& f, const PipelineOptions& o) { prefetch_loads(f, o.num_stages); }},
       {"cse",
        "Common-subexpression elimination: a Pure op equal to an earlier one (kind, operands, "
        "attributes, result types) in the same or an enclosing block is replaced by it. Loads, "

@@ -11,6 +11,7 @@ namespace tiledsl::passes {
 
 struct PipelineOptions {
   int num_warps = 4;
+  int num_stages = 3;  // 2 or more: loads that feed dots in loops are prefetched (prefetch-loads)
   // Called after each pass with its name (TILEDSL_DUMP_DIR writes the IR at each step).
   std::function<void(const std::string& pass, const ir::Function&)> after_pass;
 };

@@ -29,9 +29,9 @@ TEST_CASE("compile exposes the IR after each pass, LLVM IR, PTX and resources", 
   CHECK(c.traced_ir.find("kernel @rowsum(") == 0);
   std::vector<std::string> passes;
   for (const auto& [pass, ir] : c.ir_after_pass) passes.push_back(pass);
-  CHECK(passes == std::vector<std::string>{"canonicalize", "cse", "dce", "assign-layouts", "remove-convert-layouts",
-                                           "allocate-shared"});
-  CHECK(c.ir_after_pass[3].second.find("blocked<") != std::string::npos);  // layouts from assign-layouts on
+  CHECK(passes == std::vector<std::string>{"canonicalize", "prefetch-loads", "cse", "dce", "assign-layouts",
+                                           "remove-convert-layouts", "allocate-shared"});
+  CHECK(c.ir_after_pass[4].second.find("blocked<") != std::string::npos);  // layouts from assign-layouts on
   CHECK(c.llvm_ir.find("define") != std::string::npos);
   CHECK(c.ptx.find(".entry rowsum(") != std::string::npos);
   CHECK(c.ptx.find(".maxntid 64") != std::string::npos);

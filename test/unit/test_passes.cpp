@@ -2,8 +2,11 @@
 // that use every op kind run on the interpreter before and after them, then through the whole
 // pipeline (verified after each pass). remove_convert_layouts is checked on IR with layouts,
 // which the text form cannot spell yet.
+#include <tiledsl/tiledsl.h>
+
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -18,10 +21,12 @@
 #include "passes/Layouts.h"
 #include "passes/MaskedLanes.h"
 #include "passes/Pipeline.h"
+#include "passes/Prefetch.h"
 #include "passes/RemoveConvertLayouts.h"
 #include "runtime/Interpreter.h"
 
 using namespace tiledsl;
+namespace tl = tiledsl;
 using ir::OpKind;
 
 namespace {
@@ -448,4 +453,93 @@ kernel @masked_loads(%x: ptr<f32>, %out: ptr<f32>, %n: i32, %m: i32) {
   REQUIRE(k == order.size());
   for (const ir::Op* op : unread) names.insert(load_names.at(op));
   CHECK(names == std::set<std::string>{"through_math"});
+}
+
+// prefetch-loads moves matmul's loads one iteration ahead (the loop carries them); the
+// interpreter, whose memory checker flags any unmasked access outside a buffer, gives the same
+// bytes before and after, for K that fills no block, K of one block and K = 0 (no iteration: the
+// load before the loop must be masked off entirely).
+TEST_CASE("prefetch-loads: the same results, loads carried by the loop", "[unit]") {
+  std::ifstream in(std::string(TILEDSL_SOURCE_DIR) + "/test/lit/codegen/matmul-mma.tir");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(text.find("kernel @matmul_bf16") != std::string::npos);
+  auto bf16s = [](size_t n, unsigned seed) {
+    std::vector<bf16> v;
+    for (float x : random_floats(n, seed)) v.push_back(bf16(x));
+    return v;
+  };
+  for (int K : {112, 32, 0}) {
+    INFO("K = " << K);
+    const int M = 80, N = 96;  // multiples of 16 (the kernel's specialisation), of no block
+    auto before = ir::parse(text);
+    auto after = ir::parse(text);
+    passes::prefetch_loads(*after, 3);
+    ir::verify(*after);
+    size_t loads_in_loop = 0, carried = 0;
+    ir::walk(after->body, [&](const ir::Op* op) {
+      if (op->kind == OpKind::For) carried = op->results.size();
+      if (op->kind == OpKind::Load && op->parent != &after->body) ++loads_in_loop;
+    });
+    CHECK(carried == 5);        // acc, two pointer tiles, and the two prefetched tiles
+    CHECK(loads_in_loop == 2);  // the next iteration's a and b
+    std::vector<Arg> args = {buffer(bf16s(static_cast<size_t>(M * K), 1)),
+                             buffer(bf16s(static_cast<size_t>(K * N), 2)),
+                             buffer(std::vector<float>(static_cast<size_t>(M * N), -7.0f)),
+                             integer(M),
+                             integer(N),
+                             integer(K),
+                             integer(K),
+                             integer(1),
+                             integer(N),
+                             integer(1),
+                             integer(N),
+                             integer(1)};
+    std::array<int64_t, 3> grid{((M + 31) / 32) * ((N + 63) / 64), 1, 1};
+    auto expected = run(*before, args, grid);
+    auto got = run(*after, args, grid);
+    CHECK(expected[2].bytes == got[2].bytes);
+  }
+  // num_stages 1: nothing moves.
+  auto once = ir::parse(text);
+  passes::prefetch_loads(*once, 1);
+  CHECK(ir::print(*once) == ir::print(*ir::parse(text)));
+}
+
+// Without masks of its own, a prefetched load relies on the pass's guard: in the last iteration
+// the next block lies past the end of a and b, and with K = 0 so does the first. The interpreter's
+// memory checker would flag either access.
+TEST_CASE("prefetch-loads: the loads past the loop's last iteration are masked off", "[unit]") {
+  auto k = tl::kernel("kloop", {"a", "b", "c", "K"}, [](tl::Ptr<bf16> a, tl::Ptr<bf16> b, tl::Ptr<float> c, tl::Int K) {
+    auto r = tl::arange(0, 16);
+    auto acc = tl::zeros<float>({16, 16});
+    tl::range(0, K, 16, [&](tl::Int kk) {
+      auto x = tl::load(a + r(tl::_, tl::newaxis) * K + kk + r(tl::newaxis, tl::_));
+      auto y = tl::load(b + (kk + r(tl::_, tl::newaxis)) * 16 + r(tl::newaxis, tl::_));
+      acc = tl::dot(x, y, acc);
+    });
+    tl::store(c + r(tl::_, tl::newaxis) * 16 + r(tl::newaxis, tl::_), acc);
+  });
+  for (int K : {48, 0}) {
+    INFO("K = " << K);
+    auto cpu = [](size_t n) {
+      return tl::Tensor::empty({static_cast<int64_t>(std::max<size_t>(n, 1))}, tl::DType::bf16, tl::Device::cpu);
+    };
+    std::string text = k.ir(cpu(16 * static_cast<size_t>(K)), cpu(16 * static_cast<size_t>(K)),
+                            tl::Tensor::empty({256}, tl::DType::f32, tl::Device::cpu), K);
+    auto before = ir::parse(text);
+    auto after = ir::parse(text);
+    passes::prefetch_loads(*after, 2);
+    ir::verify(*after);
+    auto bf16s = [](size_t n, unsigned seed) {
+      std::vector<bf16> v;
+      for (float x : random_floats(n, seed)) v.push_back(bf16(x));
+      return v;
+    };
+    std::vector<Arg> args = {buffer(bf16s(16 * static_cast<size_t>(K), 3)),
+                             buffer(bf16s(16 * static_cast<size_t>(K), 4)), buffer(std::vector<float>(256, -7.0f)),
+                             integer(K)};
+    auto expected = run(*before, args, {1, 1, 1});
+    auto got = run(*after, args, {1, 1, 1});
+    CHECK(expected[2].bytes == got[2].bytes);
+  }
 }
