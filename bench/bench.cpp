@@ -453,8 +453,14 @@ int sweep(const std::string& csv) {
   const CuBlas* blas = CuBlas::load(&why);
   if (!blas) std::printf("sweep: no cuBLAS (%s): matmul left out\n", why.c_str());
   // (BLOCK_M, BLOCK_N, BLOCK_K, num_warps); GROUP_M 8.
-  const std::array<std::array<int, 4>, 4> mm_configs = {
-      {{64, 64, 32, 4}, {128, 64, 32, 4}, {64, 128, 32, 4}, {128, 128, 32, 8}}};
+  const std::array<std::array<int, 4>, 8> mm_configs = {{{64, 64, 32, 4},
+                                                         {128, 64, 32, 4},
+                                                         {64, 128, 32, 4},
+                                                         {128, 128, 32, 4},
+                                                         {128, 128, 32, 8},
+                                                         {64, 128, 64, 4},
+                                                         {128, 128, 64, 8},
+                                                         {128, 256, 32, 8}}};
   for (int size = 512; blas && size <= 4096; size *= 2) {
     const int m = size, n = size, k = size;
     auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),

@@ -15,7 +15,7 @@ using ir::Type;
 using ir::Value;
 
 std::unique_ptr<Op> new_op(OpKind k, std::vector<Value*> operands, Type result, ir::Attrs attrs,
-                            const ir::Location& loc) {
+                           const ir::Location& loc) {
   auto op = std::make_unique<Op>();
   op->kind = k;
   op->operands = std::move(operands);
