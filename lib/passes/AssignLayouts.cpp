@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "passes/AxisInfo.h"
 #include "passes/Layouts.h"
@@ -45,10 +46,14 @@ class Assigner {
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind == OpKind::Load && is_tile(op->result())) layout_[op->result()] = anchor(*op);
     });
-    // Dots on tensor cores produce their accumulator in the mma layout.
+    // Dots on tensor cores produce their accumulator in the mma layout; dots in a chain (one's
+    // result reaches the next one's a through elementwise ops, as attention's P) put their warps
+    // along the rows.
+    std::unordered_set<const Op*> chained = chained_dots();
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind != OpKind::Dot) return;
-      if (const MmaLayout* m = mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_))
+      if (const MmaLayout* m =
+              mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_, chained.count(op) != 0))
         layout_[op->result()] = m;
     });
     // A loop carries a value in the layout its body yields it in when that layout is fixed up
@@ -101,6 +106,30 @@ class Assigner {
   }
 
  private:
+  // Dots whose result reaches another dot's first operand through elementwise ops in one block,
+  // and those dots.
+  std::unordered_set<const Op*> chained_dots() const {
+    std::unordered_set<const Op*> out;
+    std::unordered_map<const Value*, const Op*> from;  // value -> the dot it comes from
+    ir::walk(f_.body, [&](const Op* op) {
+      if (op->kind == OpKind::Dot) {
+        if (auto it = from.find(op->operands[0]); it != from.end()) {
+          out.insert(it->second);
+          out.insert(op);
+        }
+        from[op->result()] = op;
+        return;
+      }
+      if (!ir::has_trait(op->kind, ir::kElementwise)) return;
+      for (const Value* o : op->operands)
+        if (auto it = from.find(o); it != from.end()) {
+          for (const auto& r : op->results) from[r.get()] = it->second;
+          break;
+        }
+    });
+    return out;
+  }
+
   Layout fallback(const Value* v) const {
     auto it = preferred_.find(v);
     return it != preferred_.end() ? it->second : default_blocked(v->type.shape(), num_warps_);

@@ -229,7 +229,7 @@ std::vector<ThreadTerm> MmaLayout::thread_terms() const {
   return {rows, cols};
 }
 
-const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps) {
+const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first) {
   if (!a.is_tile() || !b.is_tile() || a.element().is_pointer() || a.dtype() != b.dtype()) return nullptr;
   if (a.dtype() != DType::f16 && a.dtype() != DType::bf16) return nullptr;
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
@@ -237,6 +237,8 @@ const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps) {
   // Warps go to whichever dimension has more blocks left per warp, rows first on ties (as the
   // row blocks are twice as tall); every warp must get a block of its own.
   int wm = 1, wn = 1;
+  if (rows_first)
+    while (wm < num_warps && M / (int64_t{MmaLayout::kRows} * wm) >= 2) wm *= 2;
   while (wm * wn < num_warps) {
     int64_t per_m = M / (int64_t{MmaLayout::kRows} * wm), per_n = N / (int64_t{MmaLayout::kCols} * wn);
     if (per_m >= per_n && per_m >= 2)

@@ -134,8 +134,10 @@ class MmaLayout final : public DistributedLayout {
 
 // The mma.sync layout for a dot of `a` [M, K] by `b` [K, N] with `num_warps` warps, or null when
 // the dot runs on FMA: the inputs must be f16 or bf16, and M, N, K multiples of 16, 8 and 16
-// large enough that no two warps compute the same block.
-const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps);
+// large enough that no two warps compute the same block. `rows_first`: warps go along M while
+// each gets 16 rows of its own (dots in a chain, as attention's: a row then lives in one warp, so
+// row reductions stay in the warp, and both dots' rows have one layout).
+const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first = false);
 
 // The layout of a tile type as a DistributedLayout, or null when it has none.
 const DistributedLayout* layout_of(ir::Type t);
