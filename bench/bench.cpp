@@ -570,6 +570,46 @@ int mma_probe() {
   return 0;
 }
 
+// `tiledsl-bench attention`: the attention example's kernel on B4 H32 N4096 (TARGETS.md's
+// workload), head dim 128 and 64, causal or not, over a few block configurations; TFLOP/s counts
+// 4 N^2 D per (batch, head), half of it when causal. No reference runs in this process (cuDNN's
+// and Triton's figures come from the reference harness beside it).
+int attention_sweep() {
+  const int batch = 4, heads = 32, n = 4096;
+  for (int d : {128, 64})
+    for (int causal : {0, 1}) {
+      auto q = tl::Tensor::randn({batch, heads, n, d}, 1, tl::DType::bf16),
+           k = tl::Tensor::randn({batch, heads, n, d}, 2, tl::DType::bf16),
+           v = tl::Tensor::randn({batch, heads, n, d}, 3, tl::DType::bf16), o = tl::Tensor::empty({batch, heads, n, d});
+      const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+      double best = 1e30;
+      std::string chosen;
+      // (BLOCK_M, BLOCK_N, num_warps)
+      for (auto [bm, bn, warps] : {std::array<int, 3>{32, 32, 8}, std::array<int, 3>{64, 32, 4},
+                                   std::array<int, 3>{64, 64, 4}, std::array<int, 3>{32, 64, 4}}) {
+        auto launch = [&] {
+          attention::attention_kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options({.num_warps = warps})(
+              q, k, v, o, scale, n * heads * d, n * d, d, 1, heads, n, d, bm, bn, causal);
+        };
+        try {
+          launch();
+        } catch (const tl::Error& e) {
+          std::printf("  attention config %dx%d w%d: %s\n", bm, bn, warps, e.what());
+          continue;
+        }
+        double ms = time_ms(launch);
+        std::printf("  attention D%d%s config %dx%d w%d: %.3f ms\n", d, causal ? " causal" : "", bm, bn, warps, ms);
+        if (ms < best) std::tie(best, chosen) = std::pair{ms, fmt::format("{}x{} w{}", bm, bn, warps)};
+      }
+      double flop = 4.0 * batch * heads * double(n) * n * d * (causal ? 0.5 : 1.0);
+      std::string name = fmt::format("attention fwd bf16 B4 H32 N4096 D{}{} [{}]", d, causal ? " causal" : "", chosen);
+      summary().add_row({name, num(best), num(flop / best / 1e9, 1), "TFLOP/s", "", ""});
+      std::printf("%-52s %10.4f ms %9.1f TFLOP/s\n", name.c_str(), best, flop / best / 1e9);
+      std::fflush(stdout);
+    }
+  return 0;
+}
+
 // Host time per launch of `launch` (a tiny kernel): the median over 40 batches of 128 launches,
 // each batch timed from its first call to its last return, the GPU drained between batches
 // (outside the timing). Launched back to back without end, a kernel that takes the GPU longer
@@ -630,7 +670,9 @@ int main(int argc, char** argv) {
   // `tiledsl-bench export DIR`: write the memory-bound kernels' PTX (see export_kernels) and exit.
   // `tiledsl-bench sweep --csv=PATH`: every workload over a range of sizes (see sweep).
   // `tiledsl-bench probe`: the mma.sync ceiling from hand-written PTX (see mma_probe).
-  bool first_launch_only = false, cold_only = false, memory_only = false, sweep_only = false, probe_only = false;
+  // `tiledsl-bench attention`: the attention example's kernel on TARGETS.md's workload.
+  bool first_launch_only = false, cold_only = false, memory_only = false, sweep_only = false, probe_only = false,
+       attention_only = false;
   std::string csv;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -644,6 +686,8 @@ int main(int argc, char** argv) {
       sweep_only = true;
     else if (a == "probe")
       probe_only = true;
+    else if (a == "attention")
+      attention_only = true;
     else if (a == "export" && i + 1 < argc)
       return export_kernels(argv[i + 1]);
     else if (a.rfind("--csv=", 0) == 0)
@@ -662,6 +706,7 @@ int main(int argc, char** argv) {
   std::printf("tiledsl-bench on %s\n", cu::device_info().name.c_str());
   if (sweep_only) return sweep(csv);
   if (probe_only) return mma_probe();
+  if (attention_only) return attention_sweep();
   std::printf("%-40s %10.3f ms\n", "runtime start-up", start_ms);
   std::string no_nvjitlink;
   std::printf("PTX -> cubin: %s\n", cu::nvjitlink_available(&no_nvjitlink)
