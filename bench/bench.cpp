@@ -453,14 +453,15 @@ int sweep(const std::string& csv) {
   const CuBlas* blas = CuBlas::load(&why);
   if (!blas) std::printf("sweep: no cuBLAS (%s): matmul left out\n", why.c_str());
   // (BLOCK_M, BLOCK_N, BLOCK_K, num_warps); GROUP_M 8.
+  // The last five are blocks wgmma takes on sm_90a (K and N multiples of 64, whole warpgroups along M).
   const std::array<std::array<int, 4>, 8> mm_configs = {{{64, 64, 32, 4},
                                                          {128, 64, 32, 4},
-                                                         {64, 128, 32, 4},
-                                                         {128, 128, 32, 4},
                                                          {128, 128, 32, 8},
                                                          {64, 128, 64, 4},
+                                                         {128, 128, 64, 4},
                                                          {128, 128, 64, 8},
-                                                         {128, 256, 32, 8}}};
+                                                         {128, 256, 64, 8},
+                                                         {64, 256, 64, 4}}};
   for (int size = 512; blas && size <= 4096; size *= 2) {
     const int m = size, n = size, k = size;
     auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
@@ -585,8 +586,9 @@ int attention_sweep() {
       double best = 1e30;
       std::string chosen;
       // (BLOCK_M, BLOCK_N, num_warps)
-      for (auto [bm, bn, warps] : {std::array<int, 3>{32, 32, 8}, std::array<int, 3>{64, 32, 4},
-                                   std::array<int, 3>{64, 64, 4}, std::array<int, 3>{32, 64, 4}}) {
+      for (auto [bm, bn, warps] :
+           {std::array<int, 3>{32, 32, 8}, std::array<int, 3>{64, 32, 4}, std::array<int, 3>{64, 64, 4},
+            std::array<int, 3>{32, 64, 4}, std::array<int, 3>{128, 64, 8}, std::array<int, 3>{128, 128, 8}}) {
         auto launch = [&] {
           attention::attention_kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options({.num_warps = warps})(
               q, k, v, o, scale, n * heads * d, n * d, d, 1, heads, n, d, bm, bn, causal);

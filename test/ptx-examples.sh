@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles every bundled example's kernels (as traced and launched at their default configuration,
 # num_warps included) for sm_80
-# and sm_90 through the full pipeline, assembles the PTX with ptxas and checks: no spills, no
+# sm_90 and sm_90a (wgmma) through the full pipeline, assembles the PTX with ptxas and checks: no spills, no
 # local memory. Usage: ptx-examples.sh <build dir> <ptxas>. Exit 77 (skipped) without ptxas.
 set -euo pipefail
 build=$1
@@ -17,7 +17,7 @@ failed=0
 for f in "$work"/ir/*.tir; do
   name=$(basename "$f" .tir)
   warps=${name##*.w}  # the launch's num_warps, recorded in the file name
-  for arch in sm_80 sm_90; do
+  for arch in sm_80 sm_90 sm_90a; do
     "$build/tools/tiledsl-opt" --emit=ptx --arch=$arch --num-warps="$warps" "$f" >"$work/$name.$arch.ptx"
     if grep -q '\.local' "$work/$name.$arch.ptx"; then echo "$name ($arch): uses local memory"; exit 1; fi
     info=$("$ptxas" -arch=$arch -v "$work/$name.$arch.ptx" -o /dev/null 2>&1)

@@ -38,17 +38,39 @@ void Lowering::lower_for(const ir::Op& op) {
     vals_[op.result(i - 3)] = regs;
     phis.push_back(p);
   }
+  // A dot whose wgmma runs on into the next iteration alternates between two shared buffers by
+  // the iteration's parity; its loop-carried accumulator is waited for after the loop.
+  std::vector<size_t> async_slots;
+  for (const auto& inner : body.ops)
+    if (inner->kind == ir::OpKind::Dot && async_wgmma(*inner)) async_slots.push_back(inner->operands[2]->index - 1);
+  llvm::PHINode* parity = nullptr;
+  if (!async_slots.empty()) {
+    parity = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.parity");
+    parity->addIncoming(b_.getInt32(0), pre);
+  }
   b_.CreateCondBr(uns ? b_.CreateICmpULT(iv, hi) : b_.CreateICmpSLT(iv, hi), loop, exit);
   b_.SetInsertPoint(loop);
   vals_[body.args[0].get()] = {iv};
+  if (parity) wgmma_parity_.push_back(parity);
   auto yielded = block(body);
+  if (parity) wgmma_parity_.pop_back();
   llvm::Value* next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
+  if (parity) parity->addIncoming(b_.CreateXor(parity, 1), latch);
   b_.CreateBr(header);
   iv->addIncoming(next, latch);
   for (size_t i = 0; i < phis.size(); ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yielded[i][r], latch);
   b_.SetInsertPoint(exit);
+  if (async_slots.empty()) return;
+  Regs pending;
+  for (size_t slot : async_slots) pending.insert(pending.end(), phis[slot].begin(), phis[slot].end());
+  Regs done = wgmma_wait(pending, 0);
+  size_t at = 0;
+  for (size_t slot : async_slots) {
+    Regs& result = vals_[op.result(slot)];
+    for (auto& r : result) r = done[at++];
+  }
 }
 
 void Lowering::lower_if(const ir::Op& op) {

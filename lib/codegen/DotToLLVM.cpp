@@ -67,71 +67,89 @@ Regs Lowering::lower_dot(const ir::Op& op) {
   return out;  // the last iteration's sums: `done` is reached only from the loop
 }
 
-// --- Dot (tensor cores: mma.sync.m16n8k16) ------------------------------------------------
-// a [M][K] and b [K][N] go to shared memory row-major, in 16-byte vector stores where the
-// operand's layout gives a thread 8 consecutive elements of a row (as loads' layouts do), with
-// the 16-byte chunks of each 128-byte line XOR-swizzled by the line's index (swizzled() below),
-// so that the 8 rows ldmatrix reads at once fall in 8 different bank groups. Each warp then walks
-// K in steps of 16: ldmatrix.x4 gives the a fragments of one 16-row block, ldmatrix.x4.trans
-// the b fragments of two 8-column blocks (x2 for a last odd one), and one mma.sync per pair of
-// blocks accumulates in registers in the mma layout (passes::MmaLayout). The sum over k is the
-// tensor cores' (docs/language.md states the bound), not the FMA path's k order. ldmatrix reads
-// shared memory that LLVM does not see it read: it is emitted with side effects, so that it stays
-// after the staging stores and the barrier, in program order.
+// --- Dot (tensor cores) --------------------------------------------------------------------
+// Both tensor-core paths stage a [M][K] and b [K][N] in shared memory, in 16-byte vector stores
+// where the operand's layout gives a thread 8 consecutive elements of a row (as loads' layouts
+// do), with the 16-byte chunks of each 128-byte line XOR-swizzled by the line's index mod 8
+// (swizzled() below), so that 8 rows read at once fall in 8 different bank groups.
+//
+// mma.sync.m16n8k16 (sm_80 and later): the arrays are row-major. Each warp walks K in steps of
+// 16: ldmatrix.x4 gives the a fragments of one 16-row block, ldmatrix.x4.trans the b fragments of
+// two 8-column blocks (x2 for a last odd one), and one mma.sync per pair of blocks accumulates in
+// registers in the mma layout (passes::MmaLayout). ldmatrix reads shared memory that LLVM does
+// not see it read: it is emitted with side effects, so that it stays after the staging stores
+// and the barrier, in program order.
+//
+// wgmma.mma_async.m64nNk16 (sm_90a): each array is cut into panels of 64 columns (128 bytes),
+// each panel row-major, so that element (r, c) of a [R][C] array sits at byte
+// ((c / 64) * R + r) * 128 + (c % 64) * 2 before the swizzle. That is the hardware's 128-byte
+// swizzle mode: a is K-major (K runs along a panel's line) and b is N-major (transposed, N along
+// the line). Matrix descriptors name where each instruction's operands start; the warpgroup's
+// tensor cores read them directly. The sum over k is the tensor cores' on both paths
+// (docs/language.md states the bound), not the FMA path's k order.
 namespace {
-// The byte offset of a 16-bit element in a swizzled row-major array: bits 4-6 (the 16-byte
-// chunk within a 128-byte line) XORed with bits 7-9 (the line's index mod 8). The array starts
-// 128-byte aligned and its rows are a multiple of 16 bytes, so 16-byte chunks stay whole.
+// The byte offset of a 16-bit element in a swizzled array: bits 4-6 (the 16-byte chunk within a
+// 128-byte line) XORed with bits 7-9 (the line's index mod 8). The array starts 1024-byte
+// aligned and its rows are a multiple of 16 bytes, so 16-byte chunks stay whole.
 llvm::Value* swizzled(llvm::IRBuilder<>& b, llvm::Value* byte_offset) {
   llvm::Value* line = b.CreateAnd(b.CreateLShr(byte_offset, 7), 7);
   return b.CreateXor(byte_offset, b.CreateShl(line, 4));
 }
 }  // namespace
 
+void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels) {
+  auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
+  llvm::Type* et = memory_type(v->type);
+  const DistributedLayout* vl = layout(v);
+  const Shape& shape = v->type.shape();
+  const int64_t rows = shape[0], cols = shape[1], n = vl->num_regs(shape);
+  auto terms = vl->thread_terms();
+  // The widest run of registers (up to 8) that holds consecutive elements of one row, starting
+  // at a multiple of its length, for every thread.
+  int vec = 8;
+  auto fits = [&](int w) {
+    if (n % w || (terms[1].lane_bits && terms[1].lane_scale % w) || (terms[1].warp_bits && terms[1].warp_scale % w))
+      return false;
+    for (int64_t r = 0; r < n; r += w) {
+      Shape first = passes::wrap_offset(vl->reg_offset(shape, r), shape);
+      if (first[1] % w) return false;
+      for (int e = 1; e < w; ++e)
+        if (passes::wrap_offset(vl->reg_offset(shape, r + e), shape) != Shape{first[0], first[1] + e}) return false;
+    }
+    return true;
+  };
+  while (vec > 1 && !fits(vec)) vec /= 2;
+  auto idx = indices(v->type);
+  const Regs& regs = get(v);
+  llvm::Type* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(vec));
+  for (int64_t r = 0; r < n; r += vec) {
+    auto& at = idx[static_cast<size_t>(r)];
+    llvm::Value* bytes;
+    if (panels) {
+      llvm::Value* line = b_.CreateAdd(b_.CreateMul(b_.CreateLShr(at[1], 6), u32(rows)), at[0]);
+      bytes = b_.CreateOr(b_.CreateShl(line, 7), b_.CreateShl(b_.CreateAnd(at[1], 63), 1));
+    } else {
+      bytes = b_.CreateShl(b_.CreateAdd(b_.CreateMul(at[0], u32(cols)), at[1]), 1);
+    }
+    llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateAdd(swizzled(b_, bytes), u32(base)));
+    llvm::Value* x = llvm::PoisonValue::get(vt);
+    for (int e = 0; e < vec; ++e)
+      x = b_.CreateInsertElement(x, regs[static_cast<size_t>(r + e)], static_cast<uint64_t>(e));
+    b_.CreateAlignedStore(x, addr, llvm::Align(static_cast<uint64_t>(2 * vec)));
+  }
+}
+
 Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
+  if (opts_.arch == "sm_90a" && passes::wgmma_takes(a->type, bv->type, l)) return lower_dot_wgmma(op, l);
   const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
-  llvm::Type* et = memory_type(a->type);  // f16 or bf16, 2 bytes
   llvm::Type* i32 = b_.getInt32Ty();
-  TILEDSL_CHECK(op.attr_int("smem_offset") % 128 == 0, "codegen: a dot's shared buffer must be 128-byte aligned");
+  TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
   llvm::Value* smem = shared(op, (M * K + K * N) * 2);
   const int64_t b_base = M * K * 2;  // bytes; a multiple of 512
   auto u32 = [&](int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); };
-
-  // Stores `v` ([rows][cols], row-major at byte `base`) in runs of up to 8 elements.
-  auto stage = [&](const ir::Value* v, int64_t base) {
-    const DistributedLayout* vl = layout(v);
-    const Shape& shape = v->type.shape();
-    const int64_t cols = shape[1], n = vl->num_regs(shape);
-    auto terms = vl->thread_terms();
-    int vec = 8;
-    auto fits = [&](int w) {
-      if (n % w || (terms[1].lane_bits && terms[1].lane_scale % w) || (terms[1].warp_bits && terms[1].warp_scale % w))
-        return false;
-      for (int64_t r = 0; r < n; r += w) {
-        Shape first = passes::wrap_offset(vl->reg_offset(shape, r), shape);
-        if (first[1] % w) return false;
-        for (int e = 1; e < w; ++e)
-          if (passes::wrap_offset(vl->reg_offset(shape, r + e), shape) != Shape{first[0], first[1] + e}) return false;
-      }
-      return true;
-    };
-    while (vec > 1 && !fits(vec)) vec /= 2;
-    auto idx = indices(v->type);
-    const Regs& regs = get(v);
-    llvm::Type* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(vec));
-    for (int64_t r = 0; r < n; r += vec) {
-      auto& at = idx[static_cast<size_t>(r)];
-      llvm::Value* bytes = b_.CreateShl(b_.CreateAdd(b_.CreateMul(at[0], u32(cols)), at[1]), 1);
-      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateAdd(swizzled(b_, bytes), u32(base)));
-      llvm::Value* x = llvm::PoisonValue::get(vt);
-      for (int e = 0; e < vec; ++e)
-        x = b_.CreateInsertElement(x, regs[static_cast<size_t>(r + e)], static_cast<uint64_t>(e));
-      b_.CreateAlignedStore(x, addr, llvm::Align(static_cast<uint64_t>(2 * vec)));
-    }
-  };
-  stage(a, 0);
-  stage(bv, b_base);
+  stage_dot_operand(a, smem, 0, /*panels=*/false);
+  stage_dot_operand(bv, smem, b_base, /*panels=*/false);
   barrier();
 
   const Shape& shape = acc->type.shape();
@@ -208,6 +226,118 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
         for (unsigned e = 0; e < 4; ++e) out[r + e] = b_.CreateExtractValue(d, e);
       }
   }
+  return out;
+}
+
+// Warpgroup g (warps 4g to 4g + 3) computes rows 64 g + 16 wm bm of the result for each of its
+// row blocks bm, in instructions of up to 256 columns, K in steps of 16. The accumulator layout
+// of wgmma.m64nNk16 is the mma layout with every warp along M: warp w of a warpgroup holds rows
+// 16 w to 16 w + 15, its registers running over 16 x 8 blocks as mma.sync's do. The staging
+// stores reach the tensor cores through the async proxy, hence the proxy fence before the
+// barrier; the accumulators pass through the wait (tied operands) so that nothing reads them
+// before the group is done, and the shared buffer's next user waits behind a barrier.
+//
+// A dot with async_wgmma (a matmul's k loop) waits only for the previous iteration's group
+// (wait_group 1): this iteration's MMAs run on while the next iteration loads and stages its
+// operands, into the other of two buffers (the iteration's parity picks one). The barrier
+// before the staging stores orders them after every warpgroup's wait, so the buffer they fill
+// is no longer read; the loop waits for the last group after it ends (lower_for).
+Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
+  const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
+  const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
+  TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
+  const int64_t bytes = (M * K + K * N) * 2;  // a multiple of 16384
+  const bool async = async_wgmma(op);
+  llvm::Value* smem = shared(op, async ? 2 * bytes : bytes);
+  if (async) {
+    TILEDSL_CHECK(!wgmma_parity_.empty(), "codegen: a pipelined dot outside its loop's lowering");
+    smem = b_.CreateGEP(b_.getInt8Ty(), smem,
+                        b_.CreateMul(wgmma_parity_.back(), b_.getInt32(static_cast<uint32_t>(bytes))));
+  }
+  const int64_t b_base = M * K * 2;  // bytes; a multiple of 8192
+  stage_dot_operand(a, smem, 0, /*panels=*/true);
+  stage_dot_operand(bv, smem, b_base, /*panels=*/true);
+  llvm::Type* void_ty = b_.getVoidTy();
+  inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  barrier();
+
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::Type* f32 = b_.getFloatTy();
+  auto u64 = [&](uint64_t v) { return b_.getInt64(v); };
+  // The 64-bit matrix descriptor of an operand starting at shared byte `start`: address >> 4 in
+  // bits 0-13, the leading-dimension byte offset >> 4 in bits 16-29 (between panels of 64
+  // columns; not used by K-major operands), the stride byte offset >> 4 in bits 32-45 (between
+  // groups of 8 lines: 1024 bytes), the 128-byte swizzle (1) in bits 62-63.
+  auto descriptor = [&](llvm::Value* start, int64_t panel_bytes) {
+    const uint64_t fixed =
+        (uint64_t{1} << 62) | (uint64_t{1024 >> 4} << 32) | (static_cast<uint64_t>((panel_bytes >> 4) & 0x3fff) << 16);
+    llvm::Value* addr = b_.CreateAnd(b_.CreateLShr(b_.CreateZExt(start, i64), 4), 0x3fff);
+    return b_.CreateOr(addr, u64(fixed));
+  };
+  llvm::Value* smem_addr = b_.CreatePtrToInt(smem, b_.getInt32Ty());
+  auto u32 = [&](int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); };
+  llvm::Value* group_row = b_.CreateMul(b_.CreateLShr(warp_, 2), u32(64));
+
+  const Shape& shape = acc->type.shape();
+  const int64_t bm_count = l.blocks_m(shape), bn_count = l.blocks_n(shape);
+  const char* ab = a->type.dtype() == DType::bf16 ? "bf16" : "f16";
+  Regs out = get(acc);
+  inline_ptx("wgmma.fence.sync.aligned;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  for (int64_t bm = 0; bm < bm_count; ++bm) {
+    llvm::Value* row = b_.CreateAdd(group_row, u32(bm * passes::MmaLayout::kRows * l.warps_m()));
+    for (int64_t n0 = 0; n0 < N; n0 += 256) {
+      const int64_t width = std::min<int64_t>(256, N - n0), count = width / 2;  // accumulators per thread
+      const size_t first = static_cast<size_t>((bm * bn_count + n0 / 8) * 4);
+      std::string regs, constraints;
+      for (int64_t i = 0; i < count; ++i) {
+        regs += fmt::format("{}${}", i ? ", " : "", i);
+        constraints += "=f,";
+      }
+      for (int64_t i = 0; i < count; ++i) constraints += fmt::format("{},", i);
+      constraints += "l,l,r";
+      const std::string text = fmt::format(
+          "{{\n.reg .pred p;\nsetp.ne.b32 p, ${3}, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {{{2}}}, ${4}, ${5}, p, 1, 1, 0, 1;\n}}",
+          width, ab, regs, 2 * count + 2, 2 * count, 2 * count + 1);
+      std::vector<llvm::Type*> types(static_cast<size_t>(count), f32);
+      llvm::Type* result = llvm::StructType::get(ctx_, types);
+      for (int64_t k0 = 0; k0 < K; k0 += 16) {
+        // a: panel k0 / 64 of M lines; b: panel n0 / 64 of K lines, line k0.
+        llvm::Value* a_at = b_.CreateAdd(
+            smem_addr, b_.CreateAdd(b_.CreateMul(row, u32(128)), u32((k0 / 64) * M * 128 + (k0 % 64) * 2)));
+        llvm::Value* b_at = b_.CreateAdd(smem_addr, u32(b_base + (n0 / 64) * K * 128 + k0 * 128));
+        std::vector<llvm::Value*> args(out.begin() + static_cast<long>(first),
+                                       out.begin() + static_cast<long>(first + static_cast<size_t>(count)));
+        args.push_back(descriptor(a_at, M * 128));
+        args.push_back(descriptor(b_at, K * 128));
+        args.push_back(u32(1));
+        llvm::Value* d = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
+        for (int64_t i = 0; i < count; ++i)
+          out[first + static_cast<size_t>(i)] = b_.CreateExtractValue(d, static_cast<unsigned>(i));
+      }
+    }
+  }
+  inline_ptx("wgmma.commit_group.sync.aligned;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  return wgmma_wait(out, async ? 1 : 0);
+}
+
+bool Lowering::async_wgmma(const ir::Op& dot) const {
+  return opts_.arch == "sm_90a" && passes::wgmma_across_iterations(dot);
+}
+
+Regs Lowering::wgmma_wait(const Regs& regs, int pending) {
+  if (regs.empty()) return regs;
+  std::string constraints;
+  std::vector<llvm::Type*> types;
+  for (llvm::Value* r : regs) {
+    constraints += "=f,";
+    types.push_back(r->getType());
+  }
+  for (size_t i = 0; i < regs.size(); ++i) constraints += fmt::format("{},", i);
+  llvm::Value* waited = inline_ptx(fmt::format("wgmma.wait_group.sync.aligned {};", pending), constraints + "~{memory}",
+                                   llvm::StructType::get(ctx_, types), regs, /*side_effects=*/true);
+  Regs out;
+  for (size_t i = 0; i < regs.size(); ++i) out.push_back(b_.CreateExtractValue(waited, static_cast<unsigned>(i)));
   return out;
 }
 

@@ -25,7 +25,7 @@ std::unique_ptr<llvm::Module> Lowering::run() {
   smem_ = new llvm::GlobalVariable(*mod_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
                                    llvm::GlobalValue::ExternalLinkage, nullptr, "tiledsl_smem", nullptr,
                                    llvm::GlobalValue::NotThreadLocal, kShared);
-  smem_->setAlignment(llvm::Align(128));  // swizzled dot operands (DotToLLVM.cpp) need 128
+  smem_->setAlignment(llvm::Align(1024));  // swizzled dot operands (DotToLLVM.cpp) need 1024
   block(f_.body);
   b_.CreateRetVoid();
   finish_shared_memory();

@@ -184,6 +184,14 @@ class Lowering {
   // --- Dot (DotToLLVM.cpp) -----------------------------------------------------------------
   Regs lower_dot(const ir::Op& op);
   Regs lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l);
+  Regs lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l);
+  // Stores a 16-bit tile [rows][cols] into swizzled shared memory at byte `base` of `smem`
+  // (DotToLLVM.cpp says how), in 16-byte stores where its layout allows.
+  void stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels);
+  // Whether `dot`'s wgmma runs on into the next iteration of its loop (passes::wgmma_across_iterations).
+  bool async_wgmma(const ir::Op& dot) const;
+  // wgmma.wait_group `pending` with `regs` tied through it: nothing reads them before the wait.
+  Regs wgmma_wait(const Regs& regs, int pending);
 
   // --- Control flow (ControlFlowToLLVM.cpp) ------------------------------------------------
   void lower_for(const ir::Op& op);
@@ -219,6 +227,9 @@ class Lowering {
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
   std::unordered_map<const ir::Value*, Regs> vals_;
+  // For each loop being lowered whose body has a dot with async_wgmma: the iteration's parity
+  // (0, 1, 0, ...), which picks the dot's shared buffer. Innermost last.
+  std::vector<llvm::Value*> wgmma_parity_;
 };
 
 }  // namespace tiledsl::codegen

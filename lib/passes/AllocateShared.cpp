@@ -86,24 +86,39 @@ int64_t scratch_bytes(const Op& op) {
   }
 }
 
+// Dots' operands start on a 1024-byte boundary: the swizzle patterns of ldmatrix's and wgmma's
+// operands repeat every 1024 bytes and are computed from address bits.
+int64_t alignment(const Op& op) { return op.kind == OpKind::Dot ? 1024 : kAlign; }
+
 struct Buffer {
   Op* op;
   int64_t bytes;
   int64_t first, last;  // live range, in program-order op numbers
+  int64_t align;
   int64_t offset = 0;
 };
 }  // namespace
 
-void allocate_shared(ir::Function& f) {
+void allocate_shared(ir::Function& f, bool wgmma) {
   std::vector<Buffer> buffers;
-  int64_t position = 0;
+  std::map<const Op*, int64_t> position;
   ir::walk(f.body, [&](const Op* op) {
-    int64_t n = position++;
+    int64_t n = static_cast<int64_t>(position.size());
+    position[op] = n;
     Op* mut = const_cast<Op*>(op);
     mut->attrs.erase("smem_offset");
     mut->attrs.erase("smem_bytes");
-    if (int64_t bytes = scratch_bytes(*op)) buffers.push_back({mut, round_up(bytes), n, n});
+    if (int64_t bytes = scratch_bytes(*op)) buffers.push_back({mut, round_up(bytes), n, n, alignment(*op)});
   });
+  // A dot whose wgmma runs on into the next iteration reads one of two buffers while the next
+  // iteration fills the other: both live from the loop's start to its end.
+  for (Buffer& b : buffers) {
+    if (!wgmma || !wgmma_across_iterations(*b.op)) continue;
+    const Op* loop = b.op->parent->parent;
+    b.bytes *= 2;
+    b.first = position[loop];
+    ir::walk(*loop->regions[0], [&](const Op* op) { b.last = std::max(b.last, position[op]); });
+  }
   // Largest first, each at the lowest offset clear of the buffers already placed that are
   // live at the same time.
   std::vector<Buffer*> order;
@@ -119,7 +134,7 @@ void allocate_shared(ir::Function& f) {
     int64_t at = 0;
     for (auto [lo, hi] : busy) {
       if (at + b->bytes <= lo) break;
-      at = std::max(at, hi);
+      at = std::max(at, (hi + b->align - 1) / b->align * b->align);
     }
     b->offset = at;
     placed.push_back(b);

@@ -39,7 +39,8 @@ std::optional<std::vector<int>> inserted_unit_dims(const Shape& from, const Shap
 
 class Assigner {
  public:
-  Assigner(ir::Function& f, int num_warps) : f_(f), num_warps_(num_warps), info_(analyze_axes(f)) {}
+  Assigner(ir::Function& f, int num_warps, bool wgmma)
+      : f_(f), num_warps_(num_warps), wgmma_(wgmma), info_(analyze_axes(f)) {}
 
   void run() {
     // Loads produce their anchor layout whatever their users want.
@@ -53,7 +54,7 @@ class Assigner {
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind != OpKind::Dot) return;
       if (const MmaLayout* m =
-              mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_, chained.count(op) != 0))
+              mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_, chained.count(op) != 0, wgmma_))
         layout_[op->result()] = m;
     });
     // A loop carries a value in the layout its body yields it in when that layout is fixed up
@@ -376,15 +377,16 @@ class Assigner {
   std::unordered_map<const Value*, Layout> preferred_;
   ir::Function& f_;
   int num_warps_;
+  bool wgmma_;
   AxisInfoMap info_;
   std::unordered_map<const Value*, Layout> layout_;
   std::vector<Conversion> operand_conversions_, result_conversions_;
 };
 }  // namespace
 
-void assign_layouts(ir::Function& f, int num_warps) {
+void assign_layouts(ir::Function& f, int num_warps, bool wgmma) {
   TILEDSL_CHECK(num_warps > 0 && (num_warps & (num_warps - 1)) == 0, "num_warps must be a power of two");
-  Assigner(f, num_warps).run();
+  Assigner(f, num_warps, wgmma).run();
 }
 
 }  // namespace tiledsl::passes

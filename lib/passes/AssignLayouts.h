@@ -14,6 +14,6 @@ namespace tiledsl::passes {
 // a value is wanted in two layouts, a convert_layout op is inserted before the second use
 // (an arange or a splat is computed again instead). Loop-carried values and if results keep
 // one layout on every path.
-void assign_layouts(ir::Function& f, int num_warps);
+void assign_layouts(ir::Function& f, int num_warps, bool wgmma = false);
 
 }  // namespace tiledsl::passes

@@ -229,11 +229,40 @@ std::vector<ThreadTerm> MmaLayout::thread_terms() const {
   return {rows, cols};
 }
 
-const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first) {
+bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l) {
+  if (a.dtype() != DType::f16 && a.dtype() != DType::bf16) return false;
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  return l.warps_n() == 1 && l.warps_m() % 4 == 0 && M % (int64_t{MmaLayout::kRows} * l.warps_m()) == 0 &&
+         K % 64 == 0 && N % 64 == 0;
+}
+
+bool wgmma_across_iterations(const ir::Op& dot) {
+  if (dot.kind != ir::OpKind::Dot) return false;
+  const auto* l = dynamic_cast<const MmaLayout*>(dot.result()->type.layout());
+  if (!l || !wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l)) return false;
+  const ir::Block* body = dot.parent;
+  if (!body || !body->parent || body->parent->kind != ir::OpKind::For) return false;
+  const ir::Value* acc = dot.operands[2];
+  const ir::Op* yield = body->terminator();
+  if (acc->def || acc->owner != body || acc->index == 0 || !yield) return false;
+  const size_t slot = acc->index - 1;  // argument 0 is the induction variable
+  if (slot >= yield->operands.size() || yield->operands[slot] != dot.result()) return false;
+  int acc_uses = 0, result_uses = 0;
+  ir::walk(*body, [&](const ir::Op* op) {
+    for (const ir::Value* v : op->operands) {
+      acc_uses += v == acc;
+      result_uses += v == dot.result();
+    }
+  });
+  return acc_uses == 1 && result_uses == 1;
+}
+
+const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first, bool wgmma) {
   if (!a.is_tile() || !b.is_tile() || a.element().is_pointer() || a.dtype() != b.dtype()) return nullptr;
   if (a.dtype() != DType::f16 && a.dtype() != DType::bf16) return nullptr;
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   if (M % MmaLayout::kRows || N % MmaLayout::kCols || K % 16) return nullptr;
+  if (wgmma && wgmma_takes(a, b, *MmaLayout::get(num_warps, 1))) return MmaLayout::get(num_warps, 1);
   // Warps go to whichever dimension has more blocks left per warp, rows first on ties (as the
   // row blocks are twice as tall); every warp must get a block of its own.
   int wm = 1, wn = 1;

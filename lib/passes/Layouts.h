@@ -137,7 +137,22 @@ class MmaLayout final : public DistributedLayout {
 // large enough that no two warps compute the same block. `rows_first`: warps go along M while
 // each gets 16 rows of its own (dots in a chain, as attention's: a row then lives in one warp, so
 // row reductions stay in the warp, and both dots' rows have one layout).
-const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first = false);
+// `wgmma`: the target has warpgroup MMA (sm_90a); dots that wgmma_takes() accepts then get every
+// warp along M, which is the wgmma accumulator's layout.
+const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first = false, bool wgmma = false);
+
+// Whether a dot of `a` [M, K] by `b` [K, N] whose result has layout `l` runs on
+// wgmma.mma_async.m64nNk16 (on sm_90a): 16-bit inputs, whole warpgroups along M only (warps_n 1,
+// warps_m a multiple of 4), M a multiple of 16 * warps_m, and K and N multiples of 64, so that
+// both operands sit in shared memory as 128-byte swizzled panels of 64 columns.
+bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l);
+
+// Whether `dot` (on sm_90a) may leave its wgmma running into the next iteration of its loop:
+// wgmma takes it, it sits directly in a for loop's body, its accumulator is a loop-carried value
+// that nothing else reads, and its result goes nowhere but back into that value. Its operands
+// then alternate between two shared buffers that live as long as the loop, and the loop's result
+// is waited for after the loop (DotToLLVM.cpp, ControlFlowToLLVM.cpp).
+bool wgmma_across_iterations(const ir::Op& dot);
 
 // The layout of a tile type as a DistributedLayout, or null when it has none.
 const DistributedLayout* layout_of(ir::Type t);

@@ -43,7 +43,7 @@ const std::vector<PassInfo>& pipeline_passes() {
        "(vector width from the axis analysis) that flow back to the values feeding them; "
        "reductions produce slices; convert_layout is inserted where a value is wanted in two "
        "layouts.",
-       [](ir::Function& f, const PipelineOptions& o) { assign_layouts(f, o.num_warps); }},
+       [](ir::Function& f, const PipelineOptions& o) { assign_layouts(f, o.num_warps, o.wgmma); }},
       {"remove-convert-layouts",
        "Removes convert_layout to the operand's own layout, folds a conversion of a conversion "
        "into one, and recomputes splats and aranges in the target layout instead of converting "
@@ -55,7 +55,7 @@ const std::vector<PassInfo>& pipeline_passes() {
        "space between buffers whose live ranges do not overlap; records smem_offset/smem_bytes "
        "on the ops and shared_bytes on the kernel. Codegen places each buffer at its offset in "
        "the kernel's dynamic shared memory, which is launched with shared_bytes.",
-       [](ir::Function& f, const PipelineOptions&) { allocate_shared(f); }},
+       [](ir::Function& f, const PipelineOptions& o) { allocate_shared(f, o.wgmma); }},
   };
   return kPasses;
 }

@@ -92,15 +92,19 @@ void require_within_dot_bound(const std::vector<float>& got, const std::vector<H
 
 // 16-bit inputs on blocks the tensor cores take (mma.sync.m16n8k16: M, N, K multiples of 16, 8
 // and 16, one block of 16 x 8 or more per warp), through a masked K loop on sizes that fill no
-// block; where code generation is built, the PTX must use the instruction.
+// block; where code generation is built, the PTX must use the instruction. The last four cases
+// are blocks wgmma takes on sm_90a (whole warpgroups along M; K and N multiples of 64): one or
+// two row blocks per warp, one or two panels of K, instructions 64, 128 and 256 columns wide.
 TEMPLATE_TEST_CASE("dot on tensor cores is within the summation bound of the exact product", "[interp]", tl::f16,
                    tl::bf16) {
   using T = TestType;
   struct Case {
     int M, N, K, BM, BN, BK, warps;
   };
-  for (Case t : {Case{100, 77, 90, 64, 64, 32, 4}, Case{130, 141, 70, 128, 128, 32, 8}, Case{40, 50, 33, 32, 32, 16, 4},
-                 Case{37, 29, 45, 16, 16, 16, 1}, Case{70, 90, 150, 64, 32, 64, 2}}) {
+  for (Case t :
+       {Case{100, 77, 90, 64, 64, 32, 4}, Case{130, 141, 70, 128, 128, 32, 8}, Case{40, 50, 33, 32, 32, 16, 4},
+        Case{37, 29, 45, 16, 16, 16, 1}, Case{70, 90, 150, 64, 32, 64, 2}, Case{130, 141, 150, 128, 128, 64, 8},
+        Case{100, 200, 190, 64, 64, 64, 4}, Case{70, 300, 130, 64, 256, 64, 4}, Case{150, 90, 270, 128, 64, 128, 4}}) {
     INFO("blocks " << t.BM << "x" << t.BN << "x" << t.BK << ", " << t.warps << " warps");
     auto a = uniform<T>(static_cast<size_t>(t.M * t.K), 431 + t.M, -2, 2);
     auto b = uniform<T>(static_cast<size_t>(t.K * t.N), 432 + t.N, -2, 2);
@@ -113,11 +117,78 @@ TEMPLATE_TEST_CASE("dot on tensor cores is within the summation bound of the exa
 #ifdef TILEDSL_ENABLE_CODEGEN
     tl::CompiledKernel compiled =
         matmul_kernel<T>().compile(tl::LaunchOptions{.num_warps = t.warps}, at, bt, c, t.M, t.N, t.K, t.BM, t.BN, t.BK);
-    CHECK(compiled.ptx.find(std::is_same_v<T, tl::bf16> ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-                                                        : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") !=
-          std::string::npos);
+    const std::string ab = std::is_same_v<T, tl::bf16> ? "bf16" : "f16";
+    const bool wgmma =
+        compiled.arch == "sm_90a" && t.warps % 4 == 0 && t.BM % (16 * t.warps) == 0 && t.BK % 64 == 0 && t.BN % 64 == 0;
+    INFO(compiled.arch);
+    if (wgmma)
+      CHECK(compiled.ptx.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(std::min(t.BN, 256)) + "k16.f32." +
+                              ab + "." + ab) != std::string::npos);
+    else
+      CHECK(compiled.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32." + ab + "." + ab + ".f32") != std::string::npos);
 #endif
   }
+}
+
+// Tensor-core dots (bf16 in, f32 out, 4 warps: blocks wgmma takes on sm_90a) outside a loop,
+// chained through a cast (attention's S and P), and in a loop whose accumulator is rescaled
+// before each dot (attention's O): the shapes where the MMA must finish within the iteration.
+// The inputs are small integers, so every sum is exact on every engine and the results are
+// compared exactly.
+TEST_CASE("tensor-core dots outside a loop, chained, and on a rescaled accumulator are exact on small integers",
+          "[interp]") {
+  auto k = tl::kernel("dot_chain", {"q", "kt", "v", "s_out", "o_out", "loop_out"},
+                      [](tl::Ptr<tl::bf16> q, tl::Ptr<tl::bf16> kt, tl::Ptr<tl::bf16> v, tl::Ptr<float> s_out,
+                         tl::Ptr<float> o_out, tl::Ptr<float> loop_out) {
+                        auto r64 = tl::arange(0, 64), r128 = tl::arange(0, 128);
+                        auto x = tl::load(q + r64(_, newaxis) * 128 + r128(newaxis, _));  // [64, 128]
+                        auto y = tl::load(kt + r128(_, newaxis) * 64 + r64(newaxis, _));  // [128, 64]
+                        auto s = tl::dot(x, y);                                           // [64, 64]
+                        tl::store(s_out + r64(_, newaxis) * 64 + r64(newaxis, _), s);
+                        auto z = tl::load(v + r64(_, newaxis) * 128 + r128(newaxis, _));  // [64, 128]
+                        tl::store(o_out + r64(_, newaxis) * 128 + r128(newaxis, _), tl::dot(s.to<tl::bf16>(), z));
+                        auto acc = tl::zeros<float>({64, 128});
+                        tl::range(0, 3, 1, [&](tl::Int i) {
+                          auto zi = tl::load(v + (r64(_, newaxis) + i) * 128 + r128(newaxis, _));
+                          acc = tl::dot(s.to<tl::bf16>(), zi, acc * 0.5f);
+                        });
+                        tl::store(loop_out + r64(_, newaxis) * 128 + r128(newaxis, _), acc);
+                      });
+  std::mt19937 rng(4242);
+  std::uniform_int_distribution<int> pick(-1, 1);
+  auto ints = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = static_cast<float>(pick(rng));
+    return v;
+  };
+  // v has 2 extra rows: the loop reads rows i to i + 63.
+  std::vector<float> q = ints(64 * 128), kt = ints(128 * 64), v = ints(66 * 128);
+  auto bf = [](const std::vector<float>& x, std::vector<int64_t> shape) {
+    std::vector<tl::bf16> h;
+    for (float e : x) h.push_back(tl::bf16(e));
+    return tensor<tl::bf16>(h, std::move(shape));
+  };
+  auto s_out = poison<float>({64, 64}), o_out = poison<float>({64, 128}), loop_out = poison<float>({64, 128});
+  k[tl::grid(1)].options({.num_warps = 4})(bf(q, {64, 128}), bf(kt, {128, 64}), bf(v, {66, 128}), s_out, o_out,
+                                           loop_out);
+  std::vector<float> s(64 * 64, 0.0f), o(64 * 128, 0.0f), acc(64 * 128, 0.0f);
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 64; ++n)
+      for (int j = 0; j < 128; ++j) s[m * 64 + n] += q[m * 128 + j] * kt[j * 64 + n];
+  for (int i = 0; i < 3; ++i)
+    for (int m = 0; m < 64; ++m)
+      for (int n = 0; n < 128; ++n) {
+        float sum = 0, shifted = 0;
+        for (int j = 0; j < 64; ++j) {
+          sum += s[m * 64 + j] * v[j * 128 + n];
+          shifted += s[m * 64 + j] * v[(j + i) * 128 + n];
+        }
+        if (i == 0) o[m * 128 + n] = sum;
+        acc[m * 128 + n] = acc[m * 128 + n] * 0.5f + shifted;
+      }
+  require_equal(host<float>(s_out), s);
+  require_equal(host<float>(o_out), o);
+  require_equal(host<float>(loop_out), acc);
 }
 
 // 128x64 and 64x128 f32 blocks stage 64 KiB in shared memory: more than the 48 KiB a kernel
