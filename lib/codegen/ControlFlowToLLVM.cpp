@@ -38,30 +38,39 @@ void Lowering::lower_for(const ir::Op& op) {
     vals_[op.result(i - 3)] = regs;
     phis.push_back(p);
   }
-  // A dot whose wgmma runs on into the next iteration alternates between two shared buffers by
-  // the iteration's parity; its loop-carried accumulator is waited for after the loop.
+  // A dot whose wgmma runs on into the next iteration cycles through its shared buffers by the
+  // iteration's number mod passes::kWgmmaBuffers; its loop-carried accumulator, and the copies
+  // that fill its buffers, are waited for after the loop.
   std::vector<size_t> async_slots;
   for (const auto& inner : body.ops)
     if (inner->kind == ir::OpKind::Dot && async_wgmma(*inner)) async_slots.push_back(inner->operands[2]->index - 1);
-  llvm::PHINode* parity = nullptr;
+  bool copies = false;
+  for (const auto& inner : body.ops) copies |= direct_loads_.count(inner.get()) != 0;
+  llvm::PHINode* stage = nullptr;
   if (!async_slots.empty()) {
-    parity = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.parity");
-    parity->addIncoming(b_.getInt32(0), pre);
+    stage = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.stage");
+    stage->addIncoming(b_.getInt32(0), pre);
   }
   b_.CreateCondBr(uns ? b_.CreateICmpULT(iv, hi) : b_.CreateICmpSLT(iv, hi), loop, exit);
   b_.SetInsertPoint(loop);
   vals_[body.args[0].get()] = {iv};
-  if (parity) wgmma_parity_.push_back(parity);
+  if (stage) wgmma_stage_.push_back(stage);
   auto yielded = block(body);
-  if (parity) wgmma_parity_.pop_back();
+  if (stage) wgmma_stage_.pop_back();
   llvm::Value* next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
-  if (parity) parity->addIncoming(b_.CreateXor(parity, 1), latch);
+  if (stage) {
+    llvm::Value* last = b_.CreateICmpEQ(stage, b_.getInt32(passes::kWgmmaBuffers - 1));
+    stage->addIncoming(b_.CreateSelect(last, b_.getInt32(0), b_.CreateAdd(stage, b_.getInt32(1))), latch);
+  }
   b_.CreateBr(header);
   iv->addIncoming(next, latch);
   for (size_t i = 0; i < phis.size(); ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yielded[i][r], latch);
   b_.SetInsertPoint(exit);
+  // The last iteration's copies (of a tile past the loop's end, zero-filled) land in shared
+  // memory that later ops may use.
+  if (copies) inline_ptx("cp.async.wait_group 0;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
   if (async_slots.empty()) return;
   Regs pending;
   for (size_t slot : async_slots) pending.insert(pending.end(), phis[slot].begin(), phis[slot].end());

@@ -97,6 +97,18 @@ llvm::Value* swizzled(llvm::IRBuilder<>& b, llvm::Value* byte_offset) {
 }
 }  // namespace
 
+llvm::Value* Lowering::dot_operand_offset(llvm::Value* row, llvm::Value* col, int64_t rows, int64_t cols, bool panels) {
+  auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
+  llvm::Value* bytes;
+  if (panels) {
+    llvm::Value* line = b_.CreateAdd(b_.CreateMul(b_.CreateLShr(col, 6), u32(rows)), row);
+    bytes = b_.CreateOr(b_.CreateShl(line, 7), b_.CreateShl(b_.CreateAnd(col, 63), 1));
+  } else {
+    bytes = b_.CreateShl(b_.CreateAdd(b_.CreateMul(row, u32(cols)), col), 1);
+  }
+  return swizzled(b_, bytes);
+}
+
 void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels) {
   auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
   llvm::Type* et = memory_type(v->type);
@@ -124,14 +136,8 @@ void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t 
   llvm::Type* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(vec));
   for (int64_t r = 0; r < n; r += vec) {
     auto& at = idx[static_cast<size_t>(r)];
-    llvm::Value* bytes;
-    if (panels) {
-      llvm::Value* line = b_.CreateAdd(b_.CreateMul(b_.CreateLShr(at[1], 6), u32(rows)), at[0]);
-      bytes = b_.CreateOr(b_.CreateShl(line, 7), b_.CreateShl(b_.CreateAnd(at[1], 63), 1));
-    } else {
-      bytes = b_.CreateShl(b_.CreateAdd(b_.CreateMul(at[0], u32(cols)), at[1]), 1);
-    }
-    llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateAdd(swizzled(b_, bytes), u32(base)));
+    llvm::Value* offset = dot_operand_offset(at[0], at[1], rows, cols, panels);
+    llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateAdd(offset, u32(base)));
     llvm::Value* x = llvm::PoisonValue::get(vt);
     for (int e = 0; e < vec; ++e)
       x = b_.CreateInsertElement(x, regs[static_cast<size_t>(r + e)], static_cast<uint64_t>(e));
@@ -239,27 +245,46 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
 //
 // A dot with async_wgmma (a matmul's k loop) waits only for the previous iteration's group
 // (wait_group 1): this iteration's MMAs run on while the next iteration loads and stages its
-// operands, into the other of two buffers (the iteration's parity picks one). The barrier
-// before the staging stores orders them after every warpgroup's wait, so the buffer they fill
-// is no longer read; the loop waits for the last group after it ends (lower_for).
+// operands. It cycles through kWgmmaBuffers = 3 buffers (the iteration's number mod 3 picks
+// one): iteration i fills buffer i while the MMAs of i - 1 may still read buffer i - 1, and
+// buffer i was last read by the MMAs of i - 3, which every warpgroup waited for (at i - 2)
+// before the barrier of i - 1; so no barrier is needed before the staging stores. Operands
+// that direct_loads_ copies arrive by cp.async instead: the copy of the next iteration's tile
+// into buffer i + 1 starts right after this iteration's barrier (the MMAs of i - 2, the last to
+// read it, are then done everywhere), and this iteration waits for its own copies (issued one
+// iteration earlier) before the barrier. The loop waits for the last groups after it ends
+// (lower_for).
 Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
   const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
   TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
   const int64_t bytes = (M * K + K * N) * 2;  // a multiple of 16384
   const bool async = async_wgmma(op);
-  llvm::Value* smem = shared(op, async ? 2 * bytes : bytes);
+  llvm::Value* smem = shared(op, async ? passes::kWgmmaBuffers * bytes : bytes, /*sync=*/!async);
+  llvm::Value* stage = nullptr;
+  const ir::Op* next_copy[2] = {nullptr, nullptr};  // loads cp.async copies for the next iteration
   if (async) {
-    TILEDSL_CHECK(!wgmma_parity_.empty(), "codegen: a pipelined dot outside its loop's lowering");
-    smem = b_.CreateGEP(b_.getInt8Ty(), smem,
-                        b_.CreateMul(wgmma_parity_.back(), b_.getInt32(static_cast<uint32_t>(bytes))));
+    TILEDSL_CHECK(!wgmma_stage_.empty(), "codegen: a pipelined dot outside its loop's lowering");
+    stage = wgmma_stage_.back();
+    smem = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(bytes))));
+    for (const auto& [load, use] : direct_loads_)
+      if (use.first == &op && load->parent == op.parent) next_copy[use.second] = load;
   }
   const int64_t b_base = M * K * 2;  // bytes; a multiple of 8192
-  stage_dot_operand(a, smem, 0, /*panels=*/true);
-  stage_dot_operand(bv, smem, b_base, /*panels=*/true);
+  if (!next_copy[0]) stage_dot_operand(a, smem, 0, /*panels=*/true);
+  if (!next_copy[1]) stage_dot_operand(bv, smem, b_base, /*panels=*/true);
   llvm::Type* void_ty = b_.getVoidTy();
+  const bool copies = next_copy[0] || next_copy[1];
+  if (copies) inline_ptx("cp.async.wait_group 0;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   barrier();
+  if (copies) {
+    llvm::Value* last = b_.CreateICmpEQ(stage, b_.getInt32(passes::kWgmmaBuffers - 1));
+    llvm::Value* next_stage = b_.CreateSelect(last, b_.getInt32(0), b_.CreateAdd(stage, b_.getInt32(1)));
+    for (int x = 0; x < 2; ++x)
+      if (next_copy[x]) copy_to_shared(*next_copy[x], wgmma_operand_at(op, x, next_stage));
+    inline_ptx("cp.async.commit_group;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  }
 
   llvm::Type* i64 = b_.getInt64Ty();
   llvm::Type* f32 = b_.getFloatTy();
@@ -319,6 +344,56 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   }
   inline_ptx("wgmma.commit_group.sync.aligned;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   return wgmma_wait(out, async ? 1 : 0);
+}
+
+void Lowering::find_direct_copies() {
+  if (opts_.arch != "sm_90a") return;
+  ir::walk(f_.body, [&](const ir::Op* op) {
+    if (op->kind != ir::OpKind::Dot) return;
+    passes::DirectCopies d = passes::direct_copies(*op);
+    for (int x = 0; x < 2; ++x) {
+      if (!d.next[x] || vector_width(*d.next[x]) < 2 || vector_width(*d.first[x]) < 2) continue;
+      direct_loads_[d.next[x]] = {op, x};
+      direct_loads_[d.first[x]] = {op, x};
+    }
+  });
+}
+
+llvm::Value* Lowering::wgmma_operand_at(const ir::Op& dot, int x, llvm::Value* stage) {
+  const int64_t M = dot.operands[0]->type.shape()[0], K = dot.operands[0]->type.shape()[1],
+                N = dot.operands[1]->type.shape()[1];
+  const int64_t bytes = (M * K + K * N) * 2;
+  llvm::Value* at = b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()),
+                                 b_.getInt32(static_cast<uint32_t>(dot.attr_int("smem_offset") + (x ? M * K * 2 : 0))));
+  return b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(bytes))));
+}
+
+void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at) {
+  const ir::Value* res = load.result();
+  const Shape& shape = res->type.shape();
+  const int vec = vector_width(load);
+  const int bytes = 2 * vec;  // 16-bit elements; 4, 8 or 16 bytes a copy
+  const Regs& ptrs = get(load.operands[0]);
+  const Regs* mask = load.operands.size() > 1 ? &get(load.operands[1]) : nullptr;
+  auto idx = indices(res->type);
+  // src-size 0 copies nothing and zero-fills the destination (masked-off elements).
+  const std::string text =
+      fmt::format("cp.async.{}.shared.global [$0], [$1], {}, $2;", bytes == 16 ? "cg" : "ca", bytes);
+  for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
+    llvm::Value* offset = dot_operand_offset(idx[r][0], idx[r][1], shape[0], shape[1], /*panels=*/true);
+    llvm::Value* size = mask ? b_.CreateSelect((*mask)[r], b_.getInt32(static_cast<uint32_t>(bytes)), b_.getInt32(0))
+                             : b_.getInt32(static_cast<uint32_t>(bytes));
+    inline_ptx(text, "r,l,r,~{memory}", b_.getVoidTy(),
+               {b_.CreateAdd(at, offset), b_.CreatePtrToInt(ptrs[r], b_.getInt64Ty()), size}, /*side_effects=*/true);
+  }
+}
+
+void Lowering::lower_direct_load(const ir::Op& load) {
+  const auto& [dot, x] = direct_loads_.at(&load);
+  if (load.parent == dot->parent) return;  // the next iteration's tile: its dot copies it
+  barrier();                               // earlier users of the buffer's bytes are done
+  copy_to_shared(load, wgmma_operand_at(*dot, x, b_.getInt32(0)));
+  inline_ptx("cp.async.commit_group;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
 }
 
 bool Lowering::async_wgmma(const ir::Op& dot) const {

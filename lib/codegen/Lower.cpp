@@ -143,12 +143,12 @@ Lowering::Owned Lowering::owned(ir::Type type) {
 }
 
 // --- Shared memory ---------------------------------------------------------------------
-llvm::Value* Lowering::shared(const ir::Op& op, int64_t bytes) {
+llvm::Value* Lowering::shared(const ir::Op& op, int64_t bytes, bool sync) {
   TILEDSL_CHECK(op.has_attr("smem_offset") && op.has_attr("smem_bytes") && f_.attrs.count("shared_bytes"),
                 "codegen: ", op.name(), " uses shared memory but allocate-shared gave it none (run the pipeline)");
   TILEDSL_CHECK(bytes <= op.attr_int("smem_bytes"), "codegen: ", op.name(), " needs ", bytes,
                 " bytes of shared memory; allocate-shared reserved ", op.attr_int("smem_bytes"));
-  barrier();
+  if (sync) barrier();
   return b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(op.attr_int("smem_offset"))));
 }
 

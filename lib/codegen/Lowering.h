@@ -50,6 +50,7 @@ class Lowering {
     llvm::FastMathFlags fmf;
     fmf.setAllowContract(opts.fp_fusion);
     b_.setFastMathFlags(fmf);
+    find_direct_copies();
   }
 
   std::unique_ptr<llvm::Module> run();
@@ -108,9 +109,9 @@ class Lowering {
 
   // --- Shared memory (Lower.cpp) ----------------------------------------------------------
   // The buffer of `op` in the kernel's dynamic shared memory, where passes::allocate_shared
-  // placed it (smem_offset), after a barrier (earlier users of those bytes are done); `bytes`
-  // is what the lowering needs, checked against what the pass reserved.
-  llvm::Value* shared(const ir::Op& op, int64_t bytes);
+  // placed it (smem_offset), after a barrier (earlier users of those bytes are done) unless
+  // `sync` is false; `bytes` is what the lowering needs, checked against what the pass reserved.
+  llvm::Value* shared(const ir::Op& op, int64_t bytes, bool sync = true);
   void barrier() { intrinsic(llvm::Intrinsic::nvvm_barrier0, {}); }
   void finish_shared_memory();
   llvm::Value* to_memory(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
@@ -190,6 +191,21 @@ class Lowering {
   void stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels);
   // Whether `dot`'s wgmma runs on into the next iteration of its loop (passes::wgmma_across_iterations).
   bool async_wgmma(const ir::Op& dot) const;
+  // The swizzled byte offset of element (row, col) of a 16-bit [rows][cols] dot operand in
+  // shared memory: row-major, or in panels of 64 columns (DotToLLVM.cpp).
+  llvm::Value* dot_operand_offset(llvm::Value* row, llvm::Value* col, int64_t rows, int64_t cols, bool panels);
+  // Fills direct_loads_: the loads passes::direct_copies names whose accesses cp.async can make
+  // (4 bytes or more each).
+  void find_direct_copies();
+  // cp.async copies of `load`'s tile into the dot operand layout (panels) at shared address
+  // `at` (32-bit), masked-off elements zero-filled; the caller commits the group.
+  void copy_to_shared(const ir::Op& load, llvm::Value* at);
+  // The 32-bit shared address of operand `x` (0: a, 1: b) of the wgmma dot `dot` in its buffer
+  // number `stage`.
+  llvm::Value* wgmma_operand_at(const ir::Op& dot, int x, llvm::Value* stage);
+  // A load in direct_loads_: the one before the loop copies the first tile into buffer 0 here;
+  // the one in the loop is copied by its dot (lower_dot_wgmma). Neither has registers.
+  void lower_direct_load(const ir::Op& load);
   // wgmma.wait_group `pending` with `regs` tied through it: nothing reads them before the wait.
   Regs wgmma_wait(const Regs& regs, int pending);
 
@@ -227,9 +243,11 @@ class Lowering {
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
   std::unordered_map<const ir::Value*, Regs> vals_;
-  // For each loop being lowered whose body has a dot with async_wgmma: the iteration's parity
-  // (0, 1, 0, ...), which picks the dot's shared buffer. Innermost last.
-  std::vector<llvm::Value*> wgmma_parity_;
+  // For each loop being lowered whose body has a dot with async_wgmma: the iteration's number
+  // mod passes::kWgmmaBuffers, which picks the dot's shared buffer. Innermost last.
+  std::vector<llvm::Value*> wgmma_stage_;
+  // Loads copied by cp.async into a dot's shared buffers: load -> (dot, operand 0 or 1).
+  std::unordered_map<const ir::Op*, std::pair<const ir::Op*, int>> direct_loads_;
 };
 
 }  // namespace tiledsl::codegen

@@ -152,6 +152,10 @@ void Lowering::predicated_store(llvm::Value* ptr, llvm::Value* pred, llvm::Value
 }
 
 Regs Lowering::lower_load(const ir::Op& op) {
+  if (direct_loads_.count(&op)) {
+    lower_direct_load(op);
+    return {};
+  }
   const ir::Value* res = op.result();
   llvm::Type* et = memory_type(res->type);
   int vec = vector_width(op);

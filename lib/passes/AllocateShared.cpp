@@ -110,13 +110,15 @@ void allocate_shared(ir::Function& f, bool wgmma) {
     mut->attrs.erase("smem_bytes");
     if (int64_t bytes = scratch_bytes(*op)) buffers.push_back({mut, round_up(bytes), n, n, alignment(*op)});
   });
-  // A dot whose wgmma runs on into the next iteration reads one of two buffers while the next
-  // iteration fills the other: both live from the loop's start to its end.
+  // A dot whose wgmma runs on into the next iteration cycles through kWgmmaBuffers buffers,
+  // which live from the loop's start (or the load that fills the first one) to its end.
   for (Buffer& b : buffers) {
     if (!wgmma || !wgmma_across_iterations(*b.op)) continue;
     const Op* loop = b.op->parent->parent;
-    b.bytes *= 2;
+    b.bytes *= kWgmmaBuffers;
     b.first = position[loop];
+    for (const Op* first : direct_copies(*b.op).first)
+      if (first) b.first = std::min(b.first, position[first]);
     ir::walk(*loop->regions[0], [&](const Op* op) { b.last = std::max(b.last, position[op]); });
   }
   // Largest first, each at the lowest offset clear of the buffers already placed that are

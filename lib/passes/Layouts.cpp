@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -255,6 +256,51 @@ bool wgmma_across_iterations(const ir::Op& dot) {
     }
   });
   return acc_uses == 1 && result_uses == 1;
+}
+
+namespace {
+// How many operands in the kernel that holds `block` are `v`.
+int uses(const ir::Block& block, const ir::Value* v) {
+  const ir::Block* top = &block;
+  while (top->parent && top->parent->parent) top = top->parent->parent;
+  int n = 0;
+  ir::walk(*top, [&](const ir::Op* op) {
+    for (const ir::Value* u : op->operands) n += u == v;
+  });
+  return n;
+}
+// A load whose masked-off elements are zero (no mask, no `other`, or a zero constant).
+bool zero_filled_load(const ir::Op* op) {
+  if (!op || op->kind != ir::OpKind::Load || op->results.size() != 1 || !op->result()->type.is_tile()) return false;
+  if (op->operands.size() < 3) return true;
+  const ir::Op* d = op->operands[2]->def;
+  if (d && d->kind == ir::OpKind::Splat) d = d->operands[0]->def;
+  if (!d || d->kind != ir::OpKind::Constant) return false;
+  const ir::Attr& a = d->attrs.at("value");
+  return std::holds_alternative<double>(a) ? std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a))
+                                           : std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
+}
+}  // namespace
+
+DirectCopies direct_copies(const ir::Op& dot) {
+  DirectCopies out;
+  if (!wgmma_across_iterations(dot)) return out;
+  const ir::Block& body = *dot.parent;
+  const ir::Op& loop = *body.parent;
+  const ir::Op* yield = body.terminator();
+  for (int x = 0; x < 2; ++x) {
+    const ir::Value* v = dot.operands[static_cast<size_t>(x)];
+    if (v->def || v->owner != &body || v->index == 0 || uses(body, v) != 1) continue;
+    const size_t slot = v->index - 1;
+    const ir::Op* next = yield->operands[slot]->def;
+    const ir::Op* first = loop.operands[3 + slot]->def;
+    if (!zero_filled_load(next) || next->parent != &body || uses(body, next->result()) != 1) continue;
+    if (!zero_filled_load(first) || first->parent != loop.parent || uses(body, first->result()) != 1) continue;
+    if (next->result()->type != v->type || first->result()->type != v->type) continue;
+    out.next[x] = next;
+    out.first[x] = first;
+  }
+  return out;
 }
 
 const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first, bool wgmma) {

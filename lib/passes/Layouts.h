@@ -153,6 +153,20 @@ bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l);
 // then alternate between two shared buffers that live as long as the loop, and the loop's result
 // is waited for after the loop (DotToLLVM.cpp, ControlFlowToLLVM.cpp).
 bool wgmma_across_iterations(const ir::Op& dot);
+// Such a dot cycles through this many shared buffers: its MMAs of iteration i may still read
+// buffer i - 1 while iteration i + 1's operands are copied into another.
+inline constexpr int kWgmmaBuffers = 3;
+
+// For a dot that wgmma_across_iterations, per operand (a, b): the loads whose values reach it
+// only through its loop, as prefetch-loads leaves them: `next` in the body loads the next
+// iteration's tile, `first` before the loop the first one; masked-off elements are zero. Code
+// generation may copy them with cp.async straight into the dot's shared buffers instead of
+// through registers. Null where an operand comes some other way.
+struct DirectCopies {
+  const ir::Op* next[2] = {nullptr, nullptr};
+  const ir::Op* first[2] = {nullptr, nullptr};
+};
+DirectCopies direct_copies(const ir::Op& dot);
 
 // The layout of a tile type as a DistributedLayout, or null when it has none.
 const DistributedLayout* layout_of(ir::Type t);
