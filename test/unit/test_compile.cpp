@@ -60,7 +60,8 @@ TEST_CASE("compile: shared memory is dynamic, sized by allocate-shared, and may 
   const std::string& alloc = c.ir_after_pass.back().second;
   CHECK(alloc.find("shared_bytes = 65536") != std::string::npos);
   CHECK(alloc.find("smem_bytes = 65536") != std::string::npos);
-  CHECK(c.ptx.find(".extern .shared .align 128 .b8 tiledsl_smem[];") != std::string::npos);
+  // 1024-byte aligned: the swizzle of dots' operands repeats every 1024 bytes of address.
+  CHECK(c.ptx.find(".extern .shared .align 1024 .b8 tiledsl_smem[];") != std::string::npos);
   size_t first = c.ptx.find("tiledsl_smem[");
   CHECK(c.ptx.find("tiledsl_smem[", first + 1) == std::string::npos);  // declared once: nothing static
   if (c.resources_from == "ptxas" || c.resources_from == "driver") CHECK(c.shared_bytes == 65536);
