@@ -17,6 +17,19 @@ void Lowering::lower_for(const ir::Op& op) {
     llvm::Value* wide = uns ? b_.CreateZExt(step, b_.getInt64Ty()) : b_.CreateSExt(step, b_.getInt64Ty());
     device_fail(bad, op, "for: step must be positive, got %lld", {wide}, "loop step must be positive");
   }
+  // wgmma dots' loop-invariant operands (attention's Q) go to shared memory once, here.
+  if (opts_.arch == "sm_90a")
+    for (const auto& inner : body.ops)
+      for (int x = 0; x < 2; ++x)
+        if (inner->kind == ir::OpKind::Dot && passes::wgmma_stage_once(*inner, x)) {
+          const ir::Value* a = inner->operands[0];
+          barrier();  // earlier users of the buffer's bytes are done
+          llvm::Value* buffer =
+              b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(inner->attr_int("smem_offset"))));
+          stage_dot_operand(inner->operands[static_cast<size_t>(x)], buffer,
+                            x ? a->type.shape()[0] * a->type.shape()[1] * 2 : 0, /*panels=*/true,
+                            x == 1 && wgmma_b_kmajor(inner->operands[1]));
+        }
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
   auto* loop = llvm::BasicBlock::Create(ctx_, "for.body", fn_);
@@ -38,29 +51,31 @@ void Lowering::lower_for(const ir::Op& op) {
     vals_[op.result(i - 3)] = regs;
     phis.push_back(p);
   }
-  // A dot whose wgmma runs on into the next iteration cycles through its shared buffers by the
-  // iteration's number mod passes::kWgmmaBuffers; its loop-carried accumulator, and the copies
-  // that fill its buffers, are waited for after the loop.
+  // wgmma dots with several buffers cycle through them by the iteration's number mod their
+  // count; the loop-carried accumulator of a dot whose MMAs run on into the next iteration, and
+  // the copies that fill the buffers, are waited for after the loop.
   std::vector<size_t> async_slots;
-  for (const auto& inner : body.ops)
-    if (inner->kind == ir::OpKind::Dot && async_wgmma(*inner)) async_slots.push_back(inner->operands[2]->index - 1);
+  std::map<int, llvm::PHINode*> stages;  // buffer count -> the iteration's number mod it
+  for (const auto& inner : body.ops) {
+    if (inner->kind != ir::OpKind::Dot || opts_.arch != "sm_90a") continue;
+    if (async_wgmma(*inner)) async_slots.push_back(inner->operands[2]->index - 1);
+    if (int count = passes::wgmma_buffers(*inner); count > 1 && !stages.count(count)) {
+      stages[count] = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.stage");
+      stages[count]->addIncoming(b_.getInt32(0), pre);
+    }
+  }
   bool copies = false;
   for (const auto& inner : body.ops) copies |= direct_loads_.count(inner.get()) != 0;
-  llvm::PHINode* stage = nullptr;
-  if (!async_slots.empty()) {
-    stage = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.stage");
-    stage->addIncoming(b_.getInt32(0), pre);
-  }
   b_.CreateCondBr(uns ? b_.CreateICmpULT(iv, hi) : b_.CreateICmpSLT(iv, hi), loop, exit);
   b_.SetInsertPoint(loop);
   vals_[body.args[0].get()] = {iv};
-  if (stage) wgmma_stage_.push_back(stage);
+  if (!stages.empty()) wgmma_stage_.push_back(std::map<int, llvm::Value*>(stages.begin(), stages.end()));
   auto yielded = block(body);
-  if (stage) wgmma_stage_.pop_back();
+  if (!stages.empty()) wgmma_stage_.pop_back();
   llvm::Value* next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
-  if (stage) {
-    llvm::Value* last = b_.CreateICmpEQ(stage, b_.getInt32(passes::kWgmmaBuffers - 1));
+  for (auto [count, stage] : stages) {
+    llvm::Value* last = b_.CreateICmpEQ(stage, b_.getInt32(static_cast<uint32_t>(count - 1)));
     stage->addIncoming(b_.CreateSelect(last, b_.getInt32(0), b_.CreateAdd(stage, b_.getInt32(1))), latch);
   }
   b_.CreateBr(header);

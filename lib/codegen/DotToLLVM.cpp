@@ -109,24 +109,31 @@ llvm::Value* Lowering::dot_operand_offset(llvm::Value* row, llvm::Value* col, in
   return swizzled(b_, bytes);
 }
 
-void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels) {
+void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed) {
   auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
   llvm::Type* et = memory_type(v->type);
   const DistributedLayout* vl = layout(v);
   const Shape& shape = v->type.shape();
-  const int64_t rows = shape[0], cols = shape[1], n = vl->num_regs(shape);
+  const int64_t n = vl->num_regs(shape);
+  // The array in shared memory is v, or v transposed: runs go along its lines, which are v's
+  // rows (dimension 1 varies along them), or v's columns.
+  const size_t along = transposed ? 0 : 1;
+  const int64_t rows = shape[1 - along], cols = shape[along];
   auto terms = vl->thread_terms();
-  // The widest run of registers (up to 8) that holds consecutive elements of one row, starting
+  // The widest run of registers (up to 8) that holds consecutive elements of one line, starting
   // at a multiple of its length, for every thread.
   int vec = 8;
   auto fits = [&](int w) {
-    if (n % w || (terms[1].lane_bits && terms[1].lane_scale % w) || (terms[1].warp_bits && terms[1].warp_scale % w))
-      return false;
+    const passes::ThreadTerm& t = terms[along];
+    if (n % w || (t.lane_bits && t.lane_scale % w) || (t.warp_bits && t.warp_scale % w)) return false;
     for (int64_t r = 0; r < n; r += w) {
       Shape first = passes::wrap_offset(vl->reg_offset(shape, r), shape);
-      if (first[1] % w) return false;
-      for (int e = 1; e < w; ++e)
-        if (passes::wrap_offset(vl->reg_offset(shape, r + e), shape) != Shape{first[0], first[1] + e}) return false;
+      if (first[along] % w) return false;
+      for (int e = 1; e < w; ++e) {
+        Shape want = first;
+        want[along] += e;
+        if (passes::wrap_offset(vl->reg_offset(shape, r + e), shape) != want) return false;
+      }
     }
     return true;
   };
@@ -136,7 +143,7 @@ void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t 
   llvm::Type* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(vec));
   for (int64_t r = 0; r < n; r += vec) {
     auto& at = idx[static_cast<size_t>(r)];
-    llvm::Value* offset = dot_operand_offset(at[0], at[1], rows, cols, panels);
+    llvm::Value* offset = dot_operand_offset(at[1 - along], at[along], rows, cols, panels);
     llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateAdd(offset, u32(base)));
     llvm::Value* x = llvm::PoisonValue::get(vt);
     for (int e = 0; e < vec; ++e)
@@ -144,6 +151,8 @@ void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t 
     b_.CreateAlignedStore(x, addr, llvm::Align(static_cast<uint64_t>(2 * vec)));
   }
 }
+
+bool Lowering::wgmma_b_kmajor(const ir::Value* b) { return contiguous_regs(b, 0) > std::max(1, contiguous_regs(b, 1)); }
 
 Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
@@ -245,44 +254,60 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
 //
 // A dot with async_wgmma (a matmul's k loop) waits only for the previous iteration's group
 // (wait_group 1): this iteration's MMAs run on while the next iteration loads and stages its
-// operands. It cycles through kWgmmaBuffers = 3 buffers (the iteration's number mod 3 picks
-// one): iteration i fills buffer i while the MMAs of i - 1 may still read buffer i - 1, and
-// buffer i was last read by the MMAs of i - 3, which every warpgroup waited for (at i - 2)
+// operands. It cycles through 3 buffers (passes::wgmma_buffers; the iteration's number mod 3
+// picks one): iteration i fills buffer i while the MMAs of i - 1 may still read buffer i - 1,
+// and buffer i was last read by the MMAs of i - 3, which every warpgroup waited for (at i - 2)
 // before the barrier of i - 1; so no barrier is needed before the staging stores. Operands
 // that direct_loads_ copies arrive by cp.async instead: the copy of the next iteration's tile
 // into buffer i + 1 starts right after this iteration's barrier (the MMAs of i - 2, the last to
 // read it, are then done everywhere), and this iteration waits for its own copies (issued one
-// iteration earlier) before the barrier. The loop waits for the last groups after it ends
-// (lower_for).
+// iteration earlier) before the barrier. A dot that waits for its MMAs in each iteration but
+// has such copies (attention's K and V) cycles through 2 buffers the same way (buffer i + 1 was
+// last read by the MMAs of i - 1, done before the barrier of i). An operand staged once before
+// the loop (wgmma_stage_once: attention's Q) stays in buffer 0. The loop waits for the last
+// groups after it ends (lower_for).
 Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
   const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
   TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
   const int64_t bytes = (M * K + K * N) * 2;  // a multiple of 16384
   const bool async = async_wgmma(op);
-  llvm::Value* smem = shared(op, async ? passes::kWgmmaBuffers * bytes : bytes, /*sync=*/!async);
+  // Several buffers (passes::wgmma_buffers): the iteration's stage picks one, and no barrier is
+  // needed before filling it (see above). One buffer: its last readers must be done first.
+  const int buffers = opts_.arch == "sm_90a" ? passes::wgmma_buffers(op) : 1;
+  llvm::Value* smem0 = shared(op, buffers * bytes, /*sync=*/buffers == 1);
   llvm::Value* stage = nullptr;
   const ir::Op* next_copy[2] = {nullptr, nullptr};  // loads cp.async copies for the next iteration
-  if (async) {
+  if (buffers > 1) {
     TILEDSL_CHECK(!wgmma_stage_.empty(), "codegen: a pipelined dot outside its loop's lowering");
-    stage = wgmma_stage_.back();
-    smem = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(bytes))));
+    stage = wgmma_stage_.back().at(buffers);
     for (const auto& [load, use] : direct_loads_)
       if (use.first == &op && load->parent == op.parent) next_copy[use.second] = load;
   }
+  // Operands staged once before the loop (lower_for) are in buffer 0 for good.
+  const bool once[2] = {opts_.arch == "sm_90a" && passes::wgmma_stage_once(op, 0),
+                        opts_.arch == "sm_90a" && passes::wgmma_stage_once(op, 1)};
+  auto in_stage = [&](int x) {
+    return stage && !once[x]
+               ? b_.CreateGEP(b_.getInt8Ty(), smem0, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(bytes))))
+               : smem0;
+  };
+  llvm::Value* a_smem = in_stage(0);
+  llvm::Value* b_smem = in_stage(1);
   const int64_t b_base = M * K * 2;  // bytes; a multiple of 8192
-  if (!next_copy[0]) stage_dot_operand(a, smem, 0, /*panels=*/true);
-  if (!next_copy[1]) stage_dot_operand(bv, smem, b_base, /*panels=*/true);
+  const bool b_kmajor = wgmma_b_kmajor(bv);
+  if (!next_copy[0] && !once[0]) stage_dot_operand(a, a_smem, 0, /*panels=*/true);
+  if (!next_copy[1] && !once[1]) stage_dot_operand(bv, b_smem, b_base, /*panels=*/true, b_kmajor);
   llvm::Type* void_ty = b_.getVoidTy();
   const bool copies = next_copy[0] || next_copy[1];
   if (copies) inline_ptx("cp.async.wait_group 0;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   barrier();
   if (copies) {
-    llvm::Value* last = b_.CreateICmpEQ(stage, b_.getInt32(passes::kWgmmaBuffers - 1));
+    llvm::Value* last = b_.CreateICmpEQ(stage, b_.getInt32(static_cast<uint32_t>(buffers - 1)));
     llvm::Value* next_stage = b_.CreateSelect(last, b_.getInt32(0), b_.CreateAdd(stage, b_.getInt32(1)));
     for (int x = 0; x < 2; ++x)
-      if (next_copy[x]) copy_to_shared(*next_copy[x], wgmma_operand_at(op, x, next_stage));
+      if (next_copy[x]) copy_to_shared(*next_copy[x], wgmma_operand_at(op, x, next_stage), x == 1 && b_kmajor);
     inline_ptx("cp.async.commit_group;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   }
 
@@ -299,7 +324,8 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
     llvm::Value* addr = b_.CreateAnd(b_.CreateLShr(b_.CreateZExt(start, i64), 4), 0x3fff);
     return b_.CreateOr(addr, u64(fixed));
   };
-  llvm::Value* smem_addr = b_.CreatePtrToInt(smem, b_.getInt32Ty());
+  llvm::Value* a_addr = b_.CreatePtrToInt(a_smem, b_.getInt32Ty());
+  llvm::Value* b_addr = b_.CreatePtrToInt(b_smem, b_.getInt32Ty());
   auto u32 = [&](int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); };
   llvm::Value* group_row = b_.CreateMul(b_.CreateLShr(warp_, 2), u32(64));
 
@@ -322,19 +348,21 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
       constraints += "l,l,r";
       const std::string text = fmt::format(
           "{{\n.reg .pred p;\nsetp.ne.b32 p, ${3}, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {{{2}}}, ${4}, ${5}, p, 1, 1, 0, 1;\n}}",
-          width, ab, regs, 2 * count + 2, 2 * count, 2 * count + 1);
+          "wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {{{2}}}, ${4}, ${5}, p, 1, 1, 0, {6};\n}}",
+          width, ab, regs, 2 * count + 2, 2 * count, 2 * count + 1, b_kmajor ? 0 : 1);
       std::vector<llvm::Type*> types(static_cast<size_t>(count), f32);
       llvm::Type* result = llvm::StructType::get(ctx_, types);
       for (int64_t k0 = 0; k0 < K; k0 += 16) {
-        // a: panel k0 / 64 of M lines; b: panel n0 / 64 of K lines, line k0.
-        llvm::Value* a_at = b_.CreateAdd(
-            smem_addr, b_.CreateAdd(b_.CreateMul(row, u32(128)), u32((k0 / 64) * M * 128 + (k0 % 64) * 2)));
-        llvm::Value* b_at = b_.CreateAdd(smem_addr, u32(b_base + (n0 / 64) * K * 128 + k0 * 128));
+        // a: panel k0 / 64 of M lines. b: panel n0 / 64 of K lines, line k0 (N-major), or
+        // K-major as a is: panel k0 / 64 of N lines, line n0.
+        llvm::Value* a_at =
+            b_.CreateAdd(a_addr, b_.CreateAdd(b_.CreateMul(row, u32(128)), u32((k0 / 64) * M * 128 + (k0 % 64) * 2)));
+        llvm::Value* b_at = b_.CreateAdd(b_addr, u32(b_base + (b_kmajor ? (k0 / 64) * N * 128 + n0 * 128 + (k0 % 64) * 2
+                                                                        : (n0 / 64) * K * 128 + k0 * 128)));
         std::vector<llvm::Value*> args(out.begin() + static_cast<long>(first),
                                        out.begin() + static_cast<long>(first + static_cast<size_t>(count)));
         args.push_back(descriptor(a_at, M * 128));
-        args.push_back(descriptor(b_at, K * 128));
+        args.push_back(descriptor(b_at, (b_kmajor ? N : K) * 128));
         args.push_back(u32(1));
         llvm::Value* d = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
         for (int64_t i = 0; i < count; ++i)
@@ -353,6 +381,11 @@ void Lowering::find_direct_copies() {
     passes::DirectCopies d = passes::direct_copies(*op);
     for (int x = 0; x < 2; ++x) {
       if (!d.next[x] || vector_width(*d.next[x]) < 2 || vector_width(*d.first[x]) < 2) continue;
+      // copy_to_shared's runs go along the lines of the operand in shared memory: a's rows, b's
+      // rows (N-major) or columns (K-major, wgmma_b_kmajor).
+      const auto* l = dynamic_cast<const passes::BlockedLayout*>(layout(d.next[x]->operands[0]));
+      const int along = x == 1 && wgmma_b_kmajor(op->operands[1]) ? 0 : 1;
+      if (!l || l->order()[0] != along) continue;
       direct_loads_[d.next[x]] = {op, x};
       direct_loads_[d.first[x]] = {op, x};
     }
@@ -368,9 +401,10 @@ llvm::Value* Lowering::wgmma_operand_at(const ir::Op& dot, int x, llvm::Value* s
   return b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(bytes))));
 }
 
-void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at) {
+void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed) {
   const ir::Value* res = load.result();
   const Shape& shape = res->type.shape();
+  const size_t along = transposed ? 0 : 1;  // the dimension runs go along (vector_width's)
   const int vec = vector_width(load);
   const int bytes = 2 * vec;  // 16-bit elements; 4, 8 or 16 bytes a copy
   const Regs& ptrs = get(load.operands[0]);
@@ -380,7 +414,8 @@ void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at) {
   const std::string text =
       fmt::format("cp.async.{}.shared.global [$0], [$1], {}, $2;", bytes == 16 ? "cg" : "ca", bytes);
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
-    llvm::Value* offset = dot_operand_offset(idx[r][0], idx[r][1], shape[0], shape[1], /*panels=*/true);
+    llvm::Value* offset =
+        dot_operand_offset(idx[r][1 - along], idx[r][along], shape[1 - along], shape[along], /*panels=*/true);
     llvm::Value* size = mask ? b_.CreateSelect((*mask)[r], b_.getInt32(static_cast<uint32_t>(bytes)), b_.getInt32(0))
                              : b_.getInt32(static_cast<uint32_t>(bytes));
     inline_ptx(text, "r,l,r,~{memory}", b_.getVoidTy(),
@@ -392,7 +427,7 @@ void Lowering::lower_direct_load(const ir::Op& load) {
   const auto& [dot, x] = direct_loads_.at(&load);
   if (load.parent == dot->parent) return;  // the next iteration's tile: its dot copies it
   barrier();                               // earlier users of the buffer's bytes are done
-  copy_to_shared(load, wgmma_operand_at(*dot, x, b_.getInt32(0)));
+  copy_to_shared(load, wgmma_operand_at(*dot, x, b_.getInt32(0)), x == 1 && wgmma_b_kmajor(dot->operands[1]));
   inline_ptx("cp.async.commit_group;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
 }
 

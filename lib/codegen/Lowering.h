@@ -148,7 +148,8 @@ class Lowering {
   llvm::Value* libdevice(const std::string& name, llvm::Type* t, llvm::ArrayRef<llvm::Value*> args);
 
   // --- Memory (MemoryToLLVM.cpp) -----------------------------------------------------------
-  int contiguous_regs(const ir::Value* v);
+  // How many consecutive registers of `v` hold consecutive elements along `dim` (-1: the last).
+  int contiguous_regs(const ir::Value* v, int dim = -1);
   int vector_width(const ir::Op& op);
   // Runs `body` only where `pred` holds (no branch when there is no predicate); returns the
   // value `body` produced there, or `otherwise` elsewhere.
@@ -188,7 +189,11 @@ class Lowering {
   Regs lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l);
   // Stores a 16-bit tile [rows][cols] into swizzled shared memory at byte `base` of `smem`
   // (DotToLLVM.cpp says how), in 16-byte stores where its layout allows.
-  void stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels);
+  // `transposed`: the array in shared memory is v's transpose (a K-major b for wgmma).
+  void stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed = false);
+  // Whether wgmma reads the dot operand b [K][N] K-major (transposed panels, imm-trans-b 0):
+  // when its registers run along K, as a column-major tile's do, so that stores are vectors.
+  bool wgmma_b_kmajor(const ir::Value* b);
   // Whether `dot`'s wgmma runs on into the next iteration of its loop (passes::wgmma_across_iterations).
   bool async_wgmma(const ir::Op& dot) const;
   // The swizzled byte offset of element (row, col) of a 16-bit [rows][cols] dot operand in
@@ -199,7 +204,7 @@ class Lowering {
   void find_direct_copies();
   // cp.async copies of `load`'s tile into the dot operand layout (panels) at shared address
   // `at` (32-bit), masked-off elements zero-filled; the caller commits the group.
-  void copy_to_shared(const ir::Op& load, llvm::Value* at);
+  void copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed);
   // The 32-bit shared address of operand `x` (0: a, 1: b) of the wgmma dot `dot` in its buffer
   // number `stage`.
   llvm::Value* wgmma_operand_at(const ir::Op& dot, int x, llvm::Value* stage);
@@ -243,9 +248,10 @@ class Lowering {
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
   std::unordered_map<const ir::Value*, Regs> vals_;
-  // For each loop being lowered whose body has a dot with async_wgmma: the iteration's number
-  // mod passes::kWgmmaBuffers, which picks the dot's shared buffer. Innermost last.
-  std::vector<llvm::Value*> wgmma_stage_;
+  // For each loop being lowered whose body has wgmma dots with several buffers: the
+  // iteration's number mod each such count (passes::wgmma_buffers), which picks a dot's buffer.
+  // Innermost last.
+  std::vector<std::map<int, llvm::Value*>> wgmma_stage_;
   // Loads copied by cp.async into a dot's shared buffers: load -> (dot, operand 0 or 1).
   std::unordered_map<const ir::Op*, std::pair<const ir::Op*, int>> direct_loads_;
 };

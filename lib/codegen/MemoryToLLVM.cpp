@@ -7,10 +7,10 @@ namespace tiledsl::codegen {
 // --- Memory ------------------------------------------------------------------------------
 // How many consecutive registers of `v` (a tile) hold consecutive elements along the last
 // dimension, starting at every multiple of the result.
-int Lowering::contiguous_regs(const ir::Value* v) {
+int Lowering::contiguous_regs(const ir::Value* v, int dim) {
   const DistributedLayout* l = layout(v);
   const Shape& s = v->type.shape();
-  size_t last = s.size() - 1;
+  size_t last = dim < 0 ? s.size() - 1 : static_cast<size_t>(dim);
   int64_t n = l->num_regs(s);
   int best = 1;
   for (int k = 2; k <= n && k <= 16; k *= 2) {
@@ -28,7 +28,10 @@ int Lowering::contiguous_regs(const ir::Value* v) {
 
 int Lowering::vector_width(const ir::Op& op) {
   if (!op.operands[0]->type.is_tile()) return 1;
-  return std::min(passes::memory_vector_width(op, axes_), contiguous_regs(op.operands[0]));
+  // Along the dimension the layout runs fastest (the access's own, for a load's anchor).
+  const auto* blocked = dynamic_cast<const passes::BlockedLayout*>(layout(op.operands[0]));
+  const int dim = blocked ? blocked->order()[0] : static_cast<int>(op.operands[0]->type.shape().size()) - 1;
+  return std::min(passes::memory_vector_width(op, axes_, dim), contiguous_regs(op.operands[0], dim));
 }
 
 // Runs `body` only where `pred` holds (no branch when there is no predicate); returns the

@@ -110,12 +110,15 @@ void allocate_shared(ir::Function& f, bool wgmma) {
     mut->attrs.erase("smem_bytes");
     if (int64_t bytes = scratch_bytes(*op)) buffers.push_back({mut, round_up(bytes), n, n, alignment(*op)});
   });
-  // A dot whose wgmma runs on into the next iteration cycles through kWgmmaBuffers buffers,
-  // which live from the loop's start (or the load that fills the first one) to its end.
+  // A wgmma dot that cycles through several buffers, or has an operand staged once before its
+  // loop, keeps its buffers from the loop's start (or the load that fills the first one) to its
+  // end.
   for (Buffer& b : buffers) {
-    if (!wgmma || !wgmma_across_iterations(*b.op)) continue;
+    if (!wgmma || b.op->kind != OpKind::Dot) continue;
+    const int count = wgmma_buffers(*b.op);
+    if (count == 1 && !wgmma_stage_once(*b.op, 0) && !wgmma_stage_once(*b.op, 1)) continue;
     const Op* loop = b.op->parent->parent;
-    b.bytes *= kWgmmaBuffers;
+    b.bytes *= count;
     b.first = position[loop];
     for (const Op* first : direct_copies(*b.op).first)
       if (first) b.first = std::min(b.first, position[first]);

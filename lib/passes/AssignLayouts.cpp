@@ -57,6 +57,30 @@ class Assigner {
               mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_, chained.count(op) != 0, wgmma_))
         layout_[op->result()] = m;
     });
+    // Values computed elementwise from loaded tiles prefer their loads' layout when no user
+    // decides one (a value that only feeds a reduction, say), so it is not converted.
+    // A reduction of such a value prefers the slice of its layout (attention's row max and row
+    // sum of the mma accumulator).
+    ir::walk(f_.body, [&](const Op* op) {
+      if (op->kind == OpKind::Reduce && is_tile(op->result(0))) {
+        if (Layout in = known(op->operands[0]))
+          preferred_.emplace(op->result(0), SliceLayout::get(in, static_cast<int>(op->attr_int("axis"))));
+        return;
+      }
+      if (!ir::has_trait(op->kind, ir::kElementwise)) return;
+      for (const auto& r : op->results) {
+        if (!is_tile(r.get())) continue;
+        for (const Value* v : op->operands) {
+          auto l = layout_.find(v);
+          auto p = preferred_.find(v);
+          Layout known = l != layout_.end() ? l->second : p != preferred_.end() ? p->second : nullptr;
+          if (known && v->type.shape() == r->type.shape()) {
+            preferred_.emplace(r.get(), known);
+            break;
+          }
+        }
+      }
+    });
     // A loop carries a value in the layout its body yields it in when that layout is fixed up
     // front (a load's anchor, a tensor-core dot's accumulator), and a pointer tile in the layout
     // of the accesses it addresses: an accumulator (acc = dot(a, b, acc)), a prefetched tile
@@ -74,6 +98,12 @@ class Assigner {
           layout_.try_emplace(op->result(i), it->second);
           continue;
         }
+        // A value the body computes from fixed layouts (a running row max or sum of an mma
+        // accumulator) is carried in the layout it prefers.
+        if (auto p = preferred_.find(yield->operands[i]); p != preferred_.end()) {
+          layout_.try_emplace(op->result(i), p->second);
+          continue;
+        }
         // A carried pointer tile (a_ptrs += step) takes the layout of the loads and stores it
         // addresses, so that it is not converted each iteration.
         const Value* arg = body.args[i + 1].get();
@@ -83,23 +113,6 @@ class Assigner {
             layout_.try_emplace(op->result(i), anchor(*user));
             break;
           }
-      }
-    });
-    // Values computed elementwise from loaded tiles prefer their loads' layout when no user
-    // decides one (a value that only feeds a reduction, say), so it is not converted.
-    ir::walk(f_.body, [&](const Op* op) {
-      if (!ir::has_trait(op->kind, ir::kElementwise)) return;
-      for (const auto& r : op->results) {
-        if (!is_tile(r.get())) continue;
-        for (const Value* v : op->operands) {
-          auto l = layout_.find(v);
-          auto p = preferred_.find(v);
-          Layout known = l != layout_.end() ? l->second : p != preferred_.end() ? p->second : nullptr;
-          if (known && v->type.shape() == r->type.shape()) {
-            preferred_.emplace(r.get(), known);
-            break;
-          }
-        }
       }
     });
     block(f_.body);
@@ -131,12 +144,20 @@ class Assigner {
     return out;
   }
 
+  // The layout `v` has or prefers so far, or null.
+  Layout known(const Value* v) const {
+    if (auto it = layout_.find(v); it != layout_.end()) return it->second;
+    if (auto it = preferred_.find(v); it != preferred_.end()) return it->second;
+    return nullptr;
+  }
+
   Layout fallback(const Value* v) const {
     auto it = preferred_.find(v);
     return it != preferred_.end() ? it->second : default_blocked(v->type.shape(), num_warps_);
   }
   Layout anchor(const Op& op) const {
-    return default_blocked(op.operands[0]->type.shape(), num_warps_, memory_vector_width(op, info_));
+    const int dim = memory_fast_dim(op, info_);
+    return default_blocked(op.operands[0]->type.shape(), num_warps_, memory_vector_width(op, info_, dim), dim);
   }
 
   // The layout `v` has, deciding it from `wanted` when nothing decided it yet.
@@ -268,9 +289,17 @@ class Assigner {
     bool reduce = op.kind == OpKind::Reduce;
     Layout in = nullptr;
     if (reduce && is_tile(op.result(0))) {
+      // A reduction runs in its operand's layout when that is known (fixed, or preferred by a
+      // value computed from a fixed one, as attention's P from the mma accumulator): a user
+      // wanting another layout converts the reduced result, not the operand (128 values, not
+      // 128 x 64).
+      Layout own = known(op.operands[0]);
       Layout r = result_layout(&op, 0);
       const auto* s = dynamic_cast<const SliceLayout*>(r);
-      if (s && s->dim() == axis) in = s->parent();
+      if (own)
+        in = own;
+      else if (s && s->dim() == axis)
+        in = s->parent();
     } else if (!reduce) {
       in = result_layout(&op, 0);
     }

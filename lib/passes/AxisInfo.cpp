@@ -300,11 +300,24 @@ std::string print_axis_info(const ir::Function& f) {
   return out;
 }
 
-int memory_vector_width(const ir::Op& op, const AxisInfoMap& info) {
+int memory_fast_dim(const ir::Op& op, const AxisInfoMap& info) {
+  const ir::Value* ptr = op.operands[0];
+  const auto& shape = ptr->type.shape();
+  if (shape.empty()) return 0;
+  const size_t last = shape.size() - 1;
+  const AxisInfo& p = info.at(ptr);
+  if (p.contiguity[last] > 1) return static_cast<int>(last);
+  size_t best = last;
+  for (size_t d = 0; d < last; ++d)
+    if (p.contiguity[d] > 1 && shape[d] > 1 && (best == last || p.contiguity[d] > p.contiguity[best])) best = d;
+  return static_cast<int>(best);
+}
+
+int memory_vector_width(const ir::Op& op, const AxisInfoMap& info, int dim) {
   const ir::Value* ptr = op.operands[0];
   const auto& shape = ptr->type.shape();
   if (shape.empty()) return 1;
-  size_t last = shape.size() - 1;
+  size_t last = static_cast<size_t>(dim < 0 ? memory_fast_dim(op, info) : dim);
   int64_t bytes = byte_size(ptr->type.pointee().dtype());
   const AxisInfo& p = info.at(ptr);
   int64_t vec = std::max<int64_t>(1, 16 / bytes);

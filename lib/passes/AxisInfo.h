@@ -29,8 +29,13 @@ AxisInfoMap analyze_axes(const ir::Function& f);
 // --print-axis-info` and its lit tests.
 std::string print_axis_info(const ir::Function& f);
 
-// The widest vector (in elements) a load or store `op` may use along the last dimension:
-// min(16 bytes, contiguity, alignment, constancy of the mask). 1 for scalar accesses.
-int memory_vector_width(const ir::Op& op, const AxisInfoMap& info);
+// The dimension along which a load or store `op` touches consecutive addresses: the last,
+// unless its pointers are contiguous along another dimension and not along the last (a
+// column-major tile, as attention's K^T).
+int memory_fast_dim(const ir::Op& op, const AxisInfoMap& info);
+// The widest vector (in elements) a load or store `op` may use along dimension `dim` (-1: its
+// memory_fast_dim): min(16 bytes, contiguity, alignment, constancy of the mask). 1 for scalar
+// accesses.
+int memory_vector_width(const ir::Op& op, const AxisInfoMap& info, int dim = -1);
 
 }  // namespace tiledsl::passes

@@ -282,9 +282,25 @@ bool zero_filled_load(const ir::Op* op) {
 }
 }  // namespace
 
+namespace {
+// A dot wgmma takes, directly in a for loop's body.
+bool wgmma_in_loop(const ir::Op& dot) {
+  if (dot.kind != ir::OpKind::Dot) return false;
+  const auto* l = dynamic_cast<const MmaLayout*>(dot.result()->type.layout());
+  if (!l || !wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l)) return false;
+  return dot.parent && dot.parent->parent && dot.parent->parent->kind == ir::OpKind::For;
+}
+}  // namespace
+
+int wgmma_buffers(const ir::Op& dot) {
+  if (wgmma_across_iterations(dot)) return 3;
+  DirectCopies d = direct_copies(dot);
+  return d.next[0] || d.next[1] ? 2 : 1;
+}
+
 DirectCopies direct_copies(const ir::Op& dot) {
   DirectCopies out;
-  if (!wgmma_across_iterations(dot)) return out;
+  if (!wgmma_in_loop(dot)) return out;
   const ir::Block& body = *dot.parent;
   const ir::Op& loop = *body.parent;
   const ir::Op* yield = body.terminator();
@@ -301,6 +317,15 @@ DirectCopies direct_copies(const ir::Op& dot) {
     out.first[x] = first;
   }
   return out;
+}
+
+bool wgmma_stage_once(const ir::Op& dot, int x) {
+  if (!wgmma_in_loop(dot) || wgmma_across_iterations(dot)) return false;
+  const ir::Block* body = dot.parent;
+  const ir::Value* v = dot.operands[static_cast<size_t>(x)];
+  for (const ir::Block* b = v->def ? v->def->parent : v->owner; b; b = b->parent ? b->parent->parent : nullptr)
+    if (b == body) return false;
+  return true;
 }
 
 const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first, bool wgmma) {
@@ -336,11 +361,14 @@ const DistributedLayout* layout_of(ir::Type t) {
   return d;
 }
 
-const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec) {
+const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec, int fast_dim) {
   size_t rank = shape.size();
-  std::vector<int> spt(rank, 1), tpw(rank, 1), wpc(rank, 1), order(rank);
-  for (size_t i = 0; i < rank; ++i) order[i] = static_cast<int>(rank - 1 - i);
-  spt[rank - 1] = static_cast<int>(std::min<int64_t>(vec, shape[rank - 1]));
+  const size_t fast = fast_dim < 0 ? rank - 1 : static_cast<size_t>(fast_dim);
+  std::vector<int> spt(rank, 1), tpw(rank, 1), wpc(rank, 1), order;
+  order.push_back(static_cast<int>(fast));
+  for (size_t i = rank; i-- > 0;)
+    if (i != fast) order.push_back(static_cast<int>(i));
+  spt[fast] = static_cast<int>(std::min<int64_t>(vec, shape[fast]));
   int64_t lanes = 32, warps = num_warps;
   for (int d : order) {  // lanes along the fastest dimensions first, then warps
     size_t u = static_cast<size_t>(d);

@@ -153,11 +153,13 @@ bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l);
 // then alternate between two shared buffers that live as long as the loop, and the loop's result
 // is waited for after the loop (DotToLLVM.cpp, ControlFlowToLLVM.cpp).
 bool wgmma_across_iterations(const ir::Op& dot);
-// Such a dot cycles through this many shared buffers: its MMAs of iteration i may still read
-// buffer i - 1 while iteration i + 1's operands are copied into another.
-inline constexpr int kWgmmaBuffers = 3;
+// How many shared buffers a wgmma dot (on sm_90a) cycles through, one per iteration of its loop:
+// 3 for a dot that wgmma_across_iterations (its MMAs of iteration i may still read buffer i - 1
+// while iteration i + 1's operands are copied into another), 2 for another dot in a loop with
+// direct_copies (the copies for iteration i + 1 land while the MMAs of i read), 1 otherwise.
+int wgmma_buffers(const ir::Op& dot);
 
-// For a dot that wgmma_across_iterations, per operand (a, b): the loads whose values reach it
+// For a wgmma dot directly in a for loop's body, per operand (a, b): the loads whose values reach it
 // only through its loop, as prefetch-loads leaves them: `next` in the body loads the next
 // iteration's tile, `first` before the loop the first one; masked-off elements are zero. Code
 // generation may copy them with cp.async straight into the dot's shared buffers instead of
@@ -168,12 +170,19 @@ struct DirectCopies {
 };
 DirectCopies direct_copies(const ir::Op& dot);
 
+// Whether operand `x` (0: a, 1: b) of `dot` (on sm_90a) is staged in shared memory once, before
+// its loop, rather than in every iteration: wgmma takes the dot, which sits directly in a for
+// loop's body and waits for its MMAs within the iteration, and the operand is defined outside
+// the loop (attention's Q). The dot's buffer then lives as long as the loop.
+bool wgmma_stage_once(const ir::Op& dot, int x);
+
 // The layout of a tile type as a DistributedLayout, or null when it has none.
 const DistributedLayout* layout_of(ir::Type t);
 
 // The default layout of a tile of `shape`: `vec` contiguous elements per thread along the last
 // dimension, then lanes and warps along the last dimension first (coalesced row-major access).
-const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec = 1);
+// `fast_dim` (-1: the last) is the dimension the `vec` elements run along, lanes first.
+const BlockedLayout* default_blocked(const Shape& shape, int num_warps, int vec = 1, int fast_dim = -1);
 
 // For a shape op (broadcast, expand_dims, reshape, convert_layout; not trans) from `in` to `out`:
 // the source dimension each result dimension takes its index from (-1 for a new or unit

@@ -1167,6 +1167,49 @@ TEMPLATE_TEST_CASE("load with mask and other, store with mask", "[interp]", bool
   require_equal(host<T>(copy), wcopy);
 }
 
+// A tile whose addresses run down its columns (a column-major matrix, as attention's K^T):
+// loads and stores go in vectors along dimension 0 where the leading dimension allows (80, a
+// multiple of 8; masked rows in whole runs of 8) and element by element where it does not (77).
+// Transposed through registers into a row-major copy, and stored back column-major.
+TEMPLATE_TEST_CASE("column-major tiles load and store along their columns", "[interp]", float, tl::bf16) {
+  using T = TestType;
+  auto k = tl::kernel("column_major", {"x", "out", "back", "rows", "cols", "BR", "BC"},
+                      [](tl::Ptr<T> x, tl::Ptr<T> out, tl::Ptr<T> back, tl::Int rows, tl::Int cols, tl::Constexpr BR,
+                         tl::Constexpr BC) {
+                        auto r = tl::program_id(0) * BR + tl::arange(0, BR);
+                        auto c = tl::program_id(1) * BC + tl::arange(0, BC);
+                        auto mask = (r(tl::_, tl::newaxis) < rows) & (c(tl::newaxis, tl::_) < cols);
+                        auto col_major = r(tl::_, tl::newaxis) + c(tl::newaxis, tl::_) * rows;
+                        auto t = tl::load(x + col_major, mask, 0);
+                        tl::store(out + r(tl::_, tl::newaxis) * cols + c(tl::newaxis, tl::_), t, mask);
+                        tl::store(back + col_major, t + t, mask);
+                      });
+  for (int rows : {80, 77}) {
+    const int cols = 45;
+    INFO(rows << " rows");
+    auto x = uniform<T>(static_cast<size_t>(rows * cols), 161 + rows, -50, 50);
+    auto out = poison<T>({rows * cols}), back = poison<T>({rows * cols});
+    k[tl::grid(tl::cdiv(rows, 64), tl::cdiv(cols, 16))].options({.num_warps = 4})(tensor<T>(x), out, back, rows, cols,
+                                                                                  64, 16);
+    std::vector<H<T>> want(x.size()), twice(x.size());
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) {
+        want[static_cast<size_t>(i * cols + j)] = x[static_cast<size_t>(i + j * rows)];
+        twice[static_cast<size_t>(i + j * rows)] =
+            static_cast<H<T>>(T(static_cast<float>(x[static_cast<size_t>(i + j * rows)]) * 2.0f));
+      }
+    require_equal(host<T>(out), want);
+    require_equal(host<T>(back), twice);
+#ifdef TILEDSL_ENABLE_CODEGEN
+    if (rows == 80) {  // 16-byte accesses down the columns
+      tl::CompiledKernel c = k.compile(tl::LaunchOptions{.num_warps = 4}, tensor<T>(x), out, back, rows, cols, 64, 16);
+      CHECK(c.ptx.find("ld.global.v4") != std::string::npos);
+      CHECK(c.ptx.find("st.global.v4") != std::string::npos);
+    }
+#endif
+  }
+}
+
 TEST_CASE("program_id and num_programs on a 3-D grid", "[interp]") {
   auto k = tl::kernel("ids", {"out"}, [](tl::Ptr<int32_t> out) {
     auto x = tl::program_id(0), y = tl::program_id(1), z = tl::program_id(2);
