@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "codegen/Lowering.h"
 
 namespace tiledsl::codegen {
@@ -30,6 +32,12 @@ void Lowering::lower_for(const ir::Op& op) {
                             x ? a->type.shape()[0] * a->type.shape()[1] * 2 : 0, /*panels=*/true,
                             x == 1 && wgmma_b_kmajor(inner->operands[1]));
         }
+  // wgmma dots with several buffers fill them without a barrier (their earlier readers are their
+  // own MMAs, waited for): ops before the loop that used the same bytes must be done first.
+  if (opts_.arch == "sm_90a" && std::any_of(body.ops.begin(), body.ops.end(), [](const auto& inner) {
+        return inner->kind == ir::OpKind::Dot && passes::wgmma_buffers(*inner) > 1;
+      }))
+    barrier();
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
   auto* loop = llvm::BasicBlock::Create(ctx_, "for.body", fn_);
