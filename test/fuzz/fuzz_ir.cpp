@@ -6,11 +6,13 @@
 // Built two ways (test/CMakeLists.txt): with libFuzzer (clang, -fsanitize=fuzzer,address,
 // undefined) as `tiledsl-fuzz` for long runs (scripts/fuzz.sh), and with a deterministic replay
 // driver (replay.cpp) as `tiledsl-fuzz-replay`, which CI runs over the seed corpus.
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -40,7 +42,13 @@ Outcome run_one(const std::string& text) {
     ir::verify(*f);
     o = Outcome::Verified;
 #ifdef TILEDSL_ENABLE_CODEGEN
-    std::string ptx = codegen::compile(*f, codegen::CompileOptions{}).ptx;
+    // The target and warp count vary with the input (the same every run): sm_90a's wgmma and
+    // cp.async paths and sm_80's mma.sync path are held to the same rule as sm_90's.
+    const size_t h = std::hash<std::string>{}(text);
+    codegen::CompileOptions options;
+    options.arch = std::array<const char*, 3>{"sm_90", "sm_90a", "sm_80"}[h % 3];
+    options.num_warps = (h / 3) % 2 ? 8 : 4;
+    std::string ptx = codegen::compile(*f, options).ptx;
     if (ptx.find(".entry") == std::string::npos) finding("PTX without an entry", text);
 #else
     passes::run_pipeline(*f, {4, {}});
