@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     passes::PipelineOptions popts;
     popts.num_warps = num_warps;
     popts.num_stages = num_stages;
-    popts.wgmma = arch == "sm_90a";
+    popts.wgmma = codegen::has_wgmma(arch);
     for (const auto* p : passes) {
       p->run(*f, popts);
       ir::verify(*f);

@@ -14,6 +14,8 @@ namespace tiledsl::codegen {
 
 // The target when none is named (the runtime names the GPU present).
 inline constexpr const char* kDefaultArch = "sm_90";
+// Whether `arch` has warpgroup MMA (wgmma), which tensor-core dots then use where they can.
+inline bool has_wgmma(const std::string& arch) { return arch == "sm_90a"; }
 
 // Everything that decides the code, and what to keep of the stages. One struct for the runtime,
 // tiledsl-opt, tiledsl-aot and the tests.

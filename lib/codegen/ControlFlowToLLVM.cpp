@@ -19,25 +19,26 @@ void Lowering::lower_for(const ir::Op& op) {
     llvm::Value* wide = uns ? b_.CreateZExt(step, b_.getInt64Ty()) : b_.CreateSExt(step, b_.getInt64Ty());
     device_fail(bad, op, "for: step must be positive, got %lld", {wide}, "loop step must be positive");
   }
-  // wgmma dots' loop-invariant operands (attention's Q) go to shared memory once, here.
-  if (opts_.arch == "sm_90a")
+  // The wgmma dots directly in the body, with the number of shared buffers each cycles through.
+  std::vector<std::pair<const ir::Op*, int>> dots;
+  if (has_wgmma(opts_.arch))
     for (const auto& inner : body.ops)
-      for (int x = 0; x < 2; ++x)
-        if (inner->kind == ir::OpKind::Dot && passes::wgmma_stage_once(*inner, x)) {
-          const ir::Value* a = inner->operands[0];
-          barrier();  // earlier users of the buffer's bytes are done
-          llvm::Value* buffer =
-              b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(inner->attr_int("smem_offset"))));
-          stage_dot_operand(inner->operands[static_cast<size_t>(x)], buffer,
-                            x ? a->type.shape()[0] * a->type.shape()[1] * 2 : 0, /*panels=*/true,
-                            x == 1 && wgmma_b_kmajor(inner->operands[1]));
-        }
-  // wgmma dots with several buffers fill them without a barrier (their earlier readers are their
-  // own MMAs, waited for): ops before the loop that used the same bytes must be done first.
-  if (opts_.arch == "sm_90a" && std::any_of(body.ops.begin(), body.ops.end(), [](const auto& inner) {
-        return inner->kind == ir::OpKind::Dot && passes::wgmma_buffers(*inner) > 1;
-      }))
-    barrier();
+      if (inner->kind == ir::OpKind::Dot) dots.emplace_back(inner.get(), passes::wgmma_buffers(*inner));
+  // Their loop-invariant operands (attention's Q) go to shared memory once, here.
+  for (const auto& [dot, count] : dots)
+    for (int x = 0; x < 2; ++x)
+      if (passes::wgmma_stage_once(*dot, x)) {
+        const ir::Value* a = dot->operands[0];
+        barrier();  // earlier users of the buffer's bytes are done
+        llvm::Value* buffer =
+            b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(dot->attr_int("smem_offset"))));
+        stage_dot_operand(dot->operands[static_cast<size_t>(x)], buffer,
+                          x ? a->type.shape()[0] * a->type.shape()[1] * 2 : 0, /*panels=*/true,
+                          x == 1 && wgmma_b_kmajor(dot->operands[1]));
+      }
+  // Dots with several buffers fill them without a barrier (their earlier readers are their own
+  // MMAs, waited for): ops before the loop that used the same bytes must be done first.
+  if (std::any_of(dots.begin(), dots.end(), [](const auto& d) { return d.second > 1; })) barrier();
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "for.header", fn_);
   auto* loop = llvm::BasicBlock::Create(ctx_, "for.body", fn_);
@@ -64,10 +65,9 @@ void Lowering::lower_for(const ir::Op& op) {
   // the copies that fill the buffers, are waited for after the loop.
   std::vector<size_t> async_slots;
   std::map<int, llvm::PHINode*> stages;  // buffer count -> the iteration's number mod it
-  for (const auto& inner : body.ops) {
-    if (inner->kind != ir::OpKind::Dot || opts_.arch != "sm_90a") continue;
-    if (async_wgmma(*inner)) async_slots.push_back(inner->operands[2]->index - 1);
-    if (int count = passes::wgmma_buffers(*inner); count > 1 && !stages.count(count)) {
+  for (auto [dot, count] : dots) {
+    if (async_wgmma(*dot)) async_slots.push_back(dot->operands[2]->index - 1);
+    if (count > 1 && !stages.count(count)) {
       stages[count] = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.stage");
       stages[count]->addIncoming(b_.getInt32(0), pre);
     }

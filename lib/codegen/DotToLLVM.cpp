@@ -156,7 +156,7 @@ bool Lowering::wgmma_b_kmajor(const ir::Value* b) { return contiguous_regs(b, 0)
 
 Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
-  if (opts_.arch == "sm_90a" && passes::wgmma_takes(a->type, bv->type, l)) return lower_dot_wgmma(op, l);
+  if (has_wgmma(opts_.arch) && passes::wgmma_takes(a->type, bv->type, l)) return lower_dot_wgmma(op, l);
   const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
   llvm::Type* i32 = b_.getInt32Ty();
   TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
@@ -274,7 +274,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   const bool async = async_wgmma(op);
   // Several buffers (passes::wgmma_buffers): the iteration's stage picks one, and no barrier is
   // needed before filling it (see above). One buffer: its last readers must be done first.
-  const int buffers = opts_.arch == "sm_90a" ? passes::wgmma_buffers(op) : 1;
+  const int buffers = passes::wgmma_buffers(op);
   llvm::Value* smem0 = shared(op, buffers * bytes, /*sync=*/buffers == 1);
   llvm::Value* stage = nullptr;
   const ir::Op* next_copy[2] = {nullptr, nullptr};  // loads cp.async copies for the next iteration
@@ -285,8 +285,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
       if (use.first == &op && load->parent == op.parent) next_copy[use.second] = load;
   }
   // Operands staged once before the loop (lower_for) are in buffer 0 for good.
-  const bool once[2] = {opts_.arch == "sm_90a" && passes::wgmma_stage_once(op, 0),
-                        opts_.arch == "sm_90a" && passes::wgmma_stage_once(op, 1)};
+  const bool once[2] = {passes::wgmma_stage_once(op, 0), passes::wgmma_stage_once(op, 1)};
   auto in_stage = [&](int x) {
     return stage && !once[x]
                ? b_.CreateGEP(b_.getInt8Ty(), smem0, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(bytes))))
@@ -375,7 +374,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
 }
 
 void Lowering::find_direct_copies() {
-  if (opts_.arch != "sm_90a") return;
+  if (!has_wgmma(opts_.arch)) return;
   ir::walk(f_.body, [&](const ir::Op* op) {
     if (op->kind != ir::OpKind::Dot) return;
     passes::DirectCopies d = passes::direct_copies(*op);
@@ -432,7 +431,7 @@ void Lowering::lower_direct_load(const ir::Op& load) {
 }
 
 bool Lowering::async_wgmma(const ir::Op& dot) const {
-  return opts_.arch == "sm_90a" && passes::wgmma_across_iterations(dot);
+  return has_wgmma(opts_.arch) && passes::wgmma_across_iterations(dot);
 }
 
 Regs Lowering::wgmma_wait(const Regs& regs, int pending) {

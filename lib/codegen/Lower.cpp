@@ -20,7 +20,7 @@ std::unique_ptr<llvm::Module> Lowering::run() {
   tid_ = intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
   lane_ = b_.CreateAnd(tid_, 31, "lane");
   warp_ = b_.CreateLShr(tid_, 5, "warp");
-  // `.extern .shared .align 128 .b8 tiledsl_smem[]`: sized at launch (the function's
+  // `.extern .shared .align 1024 .b8 tiledsl_smem[]`: sized at launch (the function's
   // shared_bytes attribute), so a kernel may use more than the 48 KiB of static shared memory.
   smem_ = new llvm::GlobalVariable(*mod_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
                                    llvm::GlobalValue::ExternalLinkage, nullptr, "tiledsl_smem", nullptr,

@@ -158,7 +158,7 @@ Compiled compile(const ir::Function& traced, const CompileOptions& o) {
   passes::PipelineOptions popts;
   popts.num_warps = o.num_warps;
   popts.num_stages = o.num_stages;
-  popts.wgmma = o.arch == "sm_90a";
+  popts.wgmma = has_wgmma(o.arch);
   if (stages)
     popts.after_pass = [&](const std::string& pass, const ir::Function& g) {
       std::string text = ir::print(g);

@@ -237,27 +237,6 @@ bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l) {
          K % 64 == 0 && N % 64 == 0;
 }
 
-bool wgmma_across_iterations(const ir::Op& dot) {
-  if (dot.kind != ir::OpKind::Dot) return false;
-  const auto* l = dynamic_cast<const MmaLayout*>(dot.result()->type.layout());
-  if (!l || !wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l)) return false;
-  const ir::Block* body = dot.parent;
-  if (!body || !body->parent || body->parent->kind != ir::OpKind::For) return false;
-  const ir::Value* acc = dot.operands[2];
-  const ir::Op* yield = body->terminator();
-  if (acc->def || acc->owner != body || acc->index == 0 || !yield) return false;
-  const size_t slot = acc->index - 1;  // argument 0 is the induction variable
-  if (slot >= yield->operands.size() || yield->operands[slot] != dot.result()) return false;
-  int acc_uses = 0, result_uses = 0;
-  ir::walk(*body, [&](const ir::Op* op) {
-    for (const ir::Value* v : op->operands) {
-      acc_uses += v == acc;
-      result_uses += v == dot.result();
-    }
-  });
-  return acc_uses == 1 && result_uses == 1;
-}
-
 namespace {
 // How many operands in the kernel that holds `block` are `v`.
 int uses(const ir::Block& block, const ir::Value* v) {
@@ -280,9 +259,6 @@ bool zero_filled_load(const ir::Op* op) {
   return std::holds_alternative<double>(a) ? std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a))
                                            : std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
 }
-}  // namespace
-
-namespace {
 // A dot wgmma takes, directly in a for loop's body.
 bool wgmma_in_loop(const ir::Op& dot) {
   if (dot.kind != ir::OpKind::Dot) return false;
@@ -291,6 +267,17 @@ bool wgmma_in_loop(const ir::Op& dot) {
   return dot.parent && dot.parent->parent && dot.parent->parent->kind == ir::OpKind::For;
 }
 }  // namespace
+
+bool wgmma_across_iterations(const ir::Op& dot) {
+  if (!wgmma_in_loop(dot)) return false;
+  const ir::Block& body = *dot.parent;
+  const ir::Value* acc = dot.operands[2];
+  const ir::Op* yield = body.terminator();
+  if (acc->def || acc->owner != &body || acc->index == 0 || !yield) return false;
+  const size_t slot = acc->index - 1;  // argument 0 is the induction variable
+  if (slot >= yield->operands.size() || yield->operands[slot] != dot.result()) return false;
+  return uses(body, acc) == 1 && uses(body, dot.result()) == 1;
+}
 
 int wgmma_buffers(const ir::Op& dot) {
   if (wgmma_across_iterations(dot)) return 3;
