@@ -452,30 +452,40 @@ int sweep(const std::string& csv) {
   std::string why;
   const CuBlas* blas = CuBlas::load(&why);
   if (!blas) std::printf("sweep: no cuBLAS (%s): matmul left out\n", why.c_str());
-  // (BLOCK_M, BLOCK_N, BLOCK_K, num_warps); GROUP_M 8.
-  // The last five are blocks wgmma takes on sm_90a (K and N multiples of 64, whole warpgroups along M).
-  const std::array<std::array<int, 4>, 8> mm_configs = {{{64, 64, 32, 4},
-                                                         {128, 64, 32, 4},
-                                                         {128, 128, 32, 8},
-                                                         {64, 128, 64, 4},
-                                                         {128, 128, 64, 4},
-                                                         {128, 128, 64, 8},
-                                                         {128, 256, 64, 8},
-                                                         {64, 256, 64, 4}}};
-  for (int size = 512; blas && size <= 4096; size *= 2) {
+  // (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); GROUP_M 8.
+  // From the fourth on, blocks wgmma takes on sm_90a (K and N multiples of 64, whole warpgroups
+  // along M), whose loads num_stages - 1 iterations ahead wait in shared ring buffers.
+  const std::array<std::array<int, 5>, 12> mm_configs = {{{64, 64, 32, 4, 3},
+                                                          {128, 64, 32, 4, 3},
+                                                          {128, 128, 32, 8, 3},
+                                                          {64, 128, 64, 4, 3},
+                                                          {128, 128, 64, 4, 3},
+                                                          {128, 128, 64, 8, 3},
+                                                          {128, 128, 64, 8, 4},
+                                                          {128, 128, 64, 8, 5},
+                                                          {128, 256, 64, 8, 2},
+                                                          {128, 256, 64, 8, 3},
+                                                          {64, 256, 64, 4, 3},
+                                                          {64, 256, 64, 4, 4}}};
+  for (int size = 512; blas && size <= 8192; size *= 2) {
     const int m = size, n = size, k = size;
     auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
          c = tl::Tensor::empty({m, n}), c_ref = tl::Tensor::empty({m, n});
     double best = 1e30;
     std::string config;
-    for (auto [bm, bn, bk, warps] : mm_configs) {
+    for (auto [bm, bn, bk, warps, stages] : mm_configs) {
       auto launch = [&] {
-        matmul::matmul_bf16[tl::cdiv(m, bm) * tl::cdiv(n, bn)].options({.num_warps = warps})(a, b, c, m, n, k, k, 1, n,
-                                                                                             1, n, 1, bm, bn, bk, 8);
+        matmul::matmul_bf16[tl::cdiv(m, bm) * tl::cdiv(n, bn)].options({.num_warps = warps, .num_stages = stages})(
+            a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
       };
-      launch();
+      try {
+        launch();
+      } catch (const tl::Error& e) {  // more shared memory than the GPU has, say
+        std::printf("  matmul config %dx%dx%d w%d s%d: %s\n", bm, bn, bk, warps, stages, e.what());
+        continue;
+      }
       if (double t = time_ms(launch); t < best)
-        std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{}", bm, bn, bk, warps)};
+        std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages)};
     }
     auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
     ref();
@@ -585,23 +595,26 @@ int attention_sweep() {
       const float scale = 1.0f / std::sqrt(static_cast<float>(d));
       double best = 1e30;
       std::string chosen;
-      // (BLOCK_M, BLOCK_N, num_warps)
-      for (auto [bm, bn, warps] :
-           {std::array<int, 3>{32, 32, 8}, std::array<int, 3>{64, 32, 4}, std::array<int, 3>{64, 64, 4},
-            std::array<int, 3>{32, 64, 4}, std::array<int, 3>{128, 64, 8}, std::array<int, 3>{128, 128, 8}}) {
+      // (BLOCK_M, BLOCK_N, num_warps, num_stages)
+      for (auto [bm, bn, warps, stages] :
+           {std::array<int, 4>{32, 32, 8, 3}, std::array<int, 4>{64, 32, 4, 3}, std::array<int, 4>{64, 64, 4, 2},
+            std::array<int, 4>{64, 64, 4, 3}, std::array<int, 4>{32, 64, 4, 3}, std::array<int, 4>{128, 64, 8, 2},
+            std::array<int, 4>{128, 64, 8, 3}, std::array<int, 4>{128, 128, 8, 2}}) {
         auto launch = [&] {
-          attention::attention_kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options({.num_warps = warps})(
-              q, k, v, o, scale, n * heads * d, n * d, d, 1, heads, n, d, bm, bn, causal);
+          attention::attention_kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options(
+              {.num_warps = warps, .num_stages = stages})(q, k, v, o, scale, n * heads * d, n * d, d, 1, heads, n, d,
+                                                          bm, bn, causal);
         };
         try {
           launch();
         } catch (const tl::Error& e) {
-          std::printf("  attention config %dx%d w%d: %s\n", bm, bn, warps, e.what());
+          std::printf("  attention config %dx%d w%d s%d: %s\n", bm, bn, warps, stages, e.what());
           continue;
         }
         double ms = time_ms(launch);
-        std::printf("  attention D%d%s config %dx%d w%d: %.3f ms\n", d, causal ? " causal" : "", bm, bn, warps, ms);
-        if (ms < best) std::tie(best, chosen) = std::pair{ms, fmt::format("{}x{} w{}", bm, bn, warps)};
+        std::printf("  attention D%d%s config %dx%d w%d s%d: %.3f ms\n", d, causal ? " causal" : "", bm, bn, warps,
+                    stages, ms);
+        if (ms < best) std::tie(best, chosen) = std::pair{ms, fmt::format("{}x{} w{} s{}", bm, bn, warps, stages)};
       }
       double flop = 4.0 * batch * heads * double(n) * n * d * (causal ? 0.5 : 1.0);
       std::string name = fmt::format("attention fwd bf16 B4 H32 N4096 D{}{} [{}]", d, causal ? " causal" : "", chosen);

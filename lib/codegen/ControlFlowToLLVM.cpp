@@ -28,13 +28,11 @@ void Lowering::lower_for(const ir::Op& op) {
   for (const auto& [dot, count] : dots)
     for (int x = 0; x < 2; ++x)
       if (passes::wgmma_stage_once(*dot, x)) {
-        const ir::Value* a = dot->operands[0];
         barrier();  // earlier users of the buffer's bytes are done
         llvm::Value* buffer =
             b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(dot->attr_int("smem_offset"))));
-        stage_dot_operand(dot->operands[static_cast<size_t>(x)], buffer,
-                          x ? a->type.shape()[0] * a->type.shape()[1] * 2 : 0, /*panels=*/true,
-                          x == 1 && wgmma_b_kmajor(dot->operands[1]));
+        stage_dot_operand(dot->operands[static_cast<size_t>(x)], buffer, passes::wgmma_smem(*dot).at[x],
+                          /*panels=*/true, x == 1 && wgmma_b_kmajor(dot->operands[1]));
       }
   // Dots with several buffers fill them without a barrier (their earlier readers are their own
   // MMAs, waited for): ops before the loop that used the same bytes must be done first.

@@ -254,15 +254,17 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
 //
 // A dot with async_wgmma (a matmul's k loop) waits only for the previous iteration's group
 // (wait_group 1): this iteration's MMAs run on while the next iteration loads and stages its
-// operands. It cycles through 3 buffers (passes::wgmma_buffers; the iteration's number mod 3
-// picks one): iteration i fills buffer i while the MMAs of i - 1 may still read buffer i - 1,
-// and buffer i was last read by the MMAs of i - 3, which every warpgroup waited for (at i - 2)
-// before the barrier of i - 1; so no barrier is needed before the staging stores. Operands
-// that direct_loads_ copies arrive by cp.async instead: the copy of the next iteration's tile
-// into buffer i + 1 starts right after this iteration's barrier (the MMAs of i - 2, the last to
-// read it, are then done everywhere), and this iteration waits for its own copies (issued one
-// iteration earlier) before the barrier. A dot that waits for its MMAs in each iteration but
-// has such copies (attention's K and V) cycles through 2 buffers the same way (buffer i + 1 was
+// operands. Its buffers (passes::wgmma_buffers; the iteration's number mod their count picks
+// one) are never refilled before every warpgroup has waited for their last MMAs: with operands
+// staged from registers there are 3, iteration i filling buffer i while the MMAs of i - 1 may
+// still read buffer i - 1; buffer i was last read by the MMAs of i - 3, which every warpgroup
+// waited for (at i - 2) before the barrier of i - 1, so no barrier is needed before the staging
+// stores. Operands that direct_loads_ copies arrive by cp.async instead, prefetch-loads' depth d
+// iterations ahead, through d + 2 buffers: right after this iteration's barrier the copy of the
+// tile of iteration i + d starts into buffer i + d = i - 2 (mod d + 2), whose last readers, the
+// MMAs of i - 2, are then done everywhere; before the barrier, this iteration waits for its own
+// copies (issued d iterations earlier). A dot that waits for its MMAs in each iteration but has
+// such copies (attention's K and V) cycles through d + 1 buffers the same way (buffer i + d was
 // last read by the MMAs of i - 1, done before the barrier of i). An operand staged once before
 // the loop (wgmma_stage_once: attention's Q) stays in buffer 0. The loop waits for the last
 // groups after it ends (lower_for).
@@ -270,41 +272,60 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
   const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
   TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
-  const int64_t bytes = (M * K + K * N) * 2;  // a multiple of 16384
   const bool async = async_wgmma(op);
   // Several buffers (passes::wgmma_buffers): the iteration's stage picks one, and no barrier is
   // needed before filling it (see above). One buffer: its last readers must be done first.
   const int buffers = passes::wgmma_buffers(op);
-  llvm::Value* smem0 = shared(op, buffers * bytes, /*sync=*/buffers == 1);
+  const passes::WgmmaSmem place = passes::wgmma_smem(op);
+  llvm::Value* smem0 = shared(op, place.bytes, /*sync=*/buffers == 1);
   llvm::Value* stage = nullptr;
   const ir::Op* next_copy[2] = {nullptr, nullptr};  // loads cp.async copies for the next iteration
+  // Copy groups: each dot with copies commits one per iteration. wait_group keeps pending only
+  // the groups of the next depth - 1 iterations and those this iteration committed before this
+  // dot (of iteration i + depth), so that this iteration's copies are complete.
+  int depth = 0, groups = 0, earlier = 0;
   if (buffers > 1) {
     TILEDSL_CHECK(!wgmma_stage_.empty(), "codegen: a pipelined dot outside its loop's lowering");
     stage = wgmma_stage_.back().at(buffers);
-    for (const auto& [load, use] : direct_loads_)
-      if (use.first == &op && load->parent == op.parent) next_copy[use.second] = load;
+    std::set<const ir::Op*> copying;
+    for (const auto& [load, use] : direct_loads_) {
+      if (use.buffer >= 0 || load->parent != op.parent) continue;
+      copying.insert(use.dot);
+      if (use.dot == &op) next_copy[use.x] = load;
+    }
+    depth = passes::direct_copies(op).depth;
+    groups = static_cast<int>(copying.size());
+    for (const auto& other : op.parent->ops) {
+      if (other.get() == &op) break;
+      earlier += copying.count(other.get()) != 0;
+    }
   }
-  // Operands staged once before the loop (lower_for) are in buffer 0 for good.
+  // Operands staged once before the loop (lower_for) have one copy, staged there.
   const bool once[2] = {passes::wgmma_stage_once(op, 0), passes::wgmma_stage_once(op, 1)};
   auto in_stage = [&](int x) {
-    return stage && !once[x]
-               ? b_.CreateGEP(b_.getInt8Ty(), smem0, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(bytes))))
-               : smem0;
+    llvm::Value* at = b_.getInt32(static_cast<uint32_t>(place.at[x]));
+    if (stage && place.stride[x])
+      at = b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(place.stride[x]))));
+    return b_.CreateGEP(b_.getInt8Ty(), smem0, at);
   };
   llvm::Value* a_smem = in_stage(0);
   llvm::Value* b_smem = in_stage(1);
-  const int64_t b_base = M * K * 2;  // bytes; a multiple of 8192
   const bool b_kmajor = wgmma_b_kmajor(bv);
   if (!next_copy[0] && !once[0]) stage_dot_operand(a, a_smem, 0, /*panels=*/true);
-  if (!next_copy[1] && !once[1]) stage_dot_operand(bv, b_smem, b_base, /*panels=*/true, b_kmajor);
+  if (!next_copy[1] && !once[1]) stage_dot_operand(bv, b_smem, 0, /*panels=*/true, b_kmajor);
   llvm::Type* void_ty = b_.getVoidTy();
   const bool copies = next_copy[0] || next_copy[1];
-  if (copies) inline_ptx("cp.async.wait_group 0;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  if (copies)
+    inline_ptx(fmt::format("cp.async.wait_group {};", groups * (depth - 1) + earlier), "~{memory}", void_ty, {},
+               /*side_effects=*/true);
   inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   barrier();
   if (copies) {
-    llvm::Value* last = b_.CreateICmpEQ(stage, b_.getInt32(static_cast<uint32_t>(buffers - 1)));
-    llvm::Value* next_stage = b_.CreateSelect(last, b_.getInt32(0), b_.CreateAdd(stage, b_.getInt32(1)));
+    // Buffer (i + depth) mod buffers.
+    llvm::Value* ahead = b_.CreateAdd(stage, b_.getInt32(static_cast<uint32_t>(depth)));
+    llvm::Value* wraps = b_.CreateICmpUGE(ahead, b_.getInt32(static_cast<uint32_t>(buffers)));
+    llvm::Value* next_stage =
+        b_.CreateSelect(wraps, b_.CreateSub(ahead, b_.getInt32(static_cast<uint32_t>(buffers))), ahead);
     for (int x = 0; x < 2; ++x)
       if (next_copy[x]) copy_to_shared(*next_copy[x], wgmma_operand_at(op, x, next_stage), x == 1 && b_kmajor);
     inline_ptx("cp.async.commit_group;", "~{memory}", void_ty, {}, /*side_effects=*/true);
@@ -356,8 +377,8 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
         // K-major as a is: panel k0 / 64 of N lines, line n0.
         llvm::Value* a_at =
             b_.CreateAdd(a_addr, b_.CreateAdd(b_.CreateMul(row, u32(128)), u32((k0 / 64) * M * 128 + (k0 % 64) * 2)));
-        llvm::Value* b_at = b_.CreateAdd(b_addr, u32(b_base + (b_kmajor ? (k0 / 64) * N * 128 + n0 * 128 + (k0 % 64) * 2
-                                                                        : (n0 / 64) * K * 128 + k0 * 128)));
+        llvm::Value* b_at = b_.CreateAdd(
+            b_addr, u32(b_kmajor ? (k0 / 64) * N * 128 + n0 * 128 + (k0 % 64) * 2 : (n0 / 64) * K * 128 + k0 * 128));
         std::vector<llvm::Value*> args(out.begin() + static_cast<long>(first),
                                        out.begin() + static_cast<long>(first + static_cast<size_t>(count)));
         args.push_back(descriptor(a_at, M * 128));
@@ -379,25 +400,25 @@ void Lowering::find_direct_copies() {
     if (op->kind != ir::OpKind::Dot) return;
     passes::DirectCopies d = passes::direct_copies(*op);
     for (int x = 0; x < 2; ++x) {
-      if (!d.next[x] || vector_width(*d.next[x]) < 2 || vector_width(*d.first[x]) < 2) continue;
+      if (!d.next[x] || vector_width(*d.next[x]) < 2) continue;
+      if (std::any_of(d.first[x].begin(), d.first[x].end(), [&](const ir::Op* l) { return vector_width(*l) < 2; }))
+        continue;
       // copy_to_shared's runs go along the lines of the operand in shared memory: a's rows, b's
       // rows (N-major) or columns (K-major, wgmma_b_kmajor).
       const auto* l = dynamic_cast<const passes::BlockedLayout*>(layout(d.next[x]->operands[0]));
       const int along = x == 1 && wgmma_b_kmajor(op->operands[1]) ? 0 : 1;
       if (!l || l->order()[0] != along) continue;
-      direct_loads_[d.next[x]] = {op, x};
-      direct_loads_[d.first[x]] = {op, x};
+      direct_loads_[d.next[x]] = {op, x, -1};
+      for (size_t j = 0; j < d.first[x].size(); ++j) direct_loads_[d.first[x][j]] = {op, x, static_cast<int>(j)};
     }
   });
 }
 
 llvm::Value* Lowering::wgmma_operand_at(const ir::Op& dot, int x, llvm::Value* stage) {
-  const int64_t M = dot.operands[0]->type.shape()[0], K = dot.operands[0]->type.shape()[1],
-                N = dot.operands[1]->type.shape()[1];
-  const int64_t bytes = (M * K + K * N) * 2;
+  const passes::WgmmaSmem place = passes::wgmma_smem(dot);
   llvm::Value* at = b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()),
-                                 b_.getInt32(static_cast<uint32_t>(dot.attr_int("smem_offset") + (x ? M * K * 2 : 0))));
-  return b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(bytes))));
+                                 b_.getInt32(static_cast<uint32_t>(dot.attr_int("smem_offset") + place.at[x])));
+  return b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(place.stride[x]))));
 }
 
 void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed) {
@@ -423,10 +444,11 @@ void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transpos
 }
 
 void Lowering::lower_direct_load(const ir::Op& load) {
-  const auto& [dot, x] = direct_loads_.at(&load);
-  if (load.parent == dot->parent) return;  // the next iteration's tile: its dot copies it
-  barrier();                               // earlier users of the buffer's bytes are done
-  copy_to_shared(load, wgmma_operand_at(*dot, x, b_.getInt32(0)), x == 1 && wgmma_b_kmajor(dot->operands[1]));
+  const auto& [dot, x, buffer] = direct_loads_.at(&load);
+  if (buffer < 0) return;  // the tile of an iteration ahead: its dot copies it
+  barrier();               // earlier users of the buffer's bytes are done
+  copy_to_shared(load, wgmma_operand_at(*dot, x, b_.getInt32(static_cast<uint32_t>(buffer))),
+                 x == 1 && wgmma_b_kmajor(dot->operands[1]));
   inline_ptx("cp.async.commit_group;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
 }
 

@@ -208,8 +208,8 @@ class Lowering {
   // The 32-bit shared address of operand `x` (0: a, 1: b) of the wgmma dot `dot` in its buffer
   // number `stage`.
   llvm::Value* wgmma_operand_at(const ir::Op& dot, int x, llvm::Value* stage);
-  // A load in direct_loads_: the one before the loop copies the first tile into buffer 0 here;
-  // the one in the loop is copied by its dot (lower_dot_wgmma). Neither has registers.
+  // A load in direct_loads_: those before the loop copy the first tiles into buffers 0, 1, ...
+  // here; the one in the loop is copied by its dot (lower_dot_wgmma). None has registers.
   void lower_direct_load(const ir::Op& load);
   // wgmma.wait_group `pending` with `regs` tied through it: nothing reads them before the wait.
   Regs wgmma_wait(const Regs& regs, int pending);
@@ -252,8 +252,13 @@ class Lowering {
   // iteration's number mod each such count (passes::wgmma_buffers), which picks a dot's buffer.
   // Innermost last.
   std::vector<std::map<int, llvm::Value*>> wgmma_stage_;
-  // Loads copied by cp.async into a dot's shared buffers: load -> (dot, operand 0 or 1).
-  std::unordered_map<const ir::Op*, std::pair<const ir::Op*, int>> direct_loads_;
+  // Loads copied by cp.async into a dot's shared buffers: the dot, the operand (0 or 1), and for
+  // a load before the loop the buffer it fills (its iteration), for the one in the body -1.
+  struct DirectLoad {
+    const ir::Op* dot;
+    int x, buffer;
+  };
+  std::unordered_map<const ir::Op*, DirectLoad> direct_loads_;
 };
 
 }  // namespace tiledsl::codegen

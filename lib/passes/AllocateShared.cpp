@@ -118,10 +118,10 @@ void allocate_shared(ir::Function& f, bool wgmma) {
     const int count = wgmma_buffers(*b.op);
     if (count == 1 && !wgmma_stage_once(*b.op, 0) && !wgmma_stage_once(*b.op, 1)) continue;
     const Op* loop = b.op->parent->parent;
-    b.bytes *= count;
+    b.bytes = round_up(wgmma_smem(*b.op).bytes);
     b.first = position[loop];
-    for (const Op* first : direct_copies(*b.op).first)
-      if (first) b.first = std::min(b.first, position[first]);
+    for (const auto& firsts : direct_copies(*b.op).first)
+      for (const Op* first : firsts) b.first = std::min(b.first, position[first]);
     ir::walk(*loop->regions[0], [&](const Op* op) { b.last = std::max(b.last, position[op]); });
   }
   // Largest first, each at the lowest offset clear of the buffers already placed that are

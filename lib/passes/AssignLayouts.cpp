@@ -91,28 +91,12 @@ class Assigner {
       const Block& body = *op->regions[0];
       const Op* yield = body.terminator();
       if (!yield || yield->kind != OpKind::Yield) return;
-      for (size_t i = 0; i < op->results.size() && i < yield->operands.size(); ++i) {
-        if (!is_tile(op->result(i))) continue;
-        auto it = layout_.find(yield->operands[i]);
-        if (it != layout_.end()) {
-          layout_.try_emplace(op->result(i), it->second);
-          continue;
-        }
-        // A value the body computes from fixed layouts (a running row max or sum of an mma
-        // accumulator) is carried in the layout it prefers.
-        if (auto p = preferred_.find(yield->operands[i]); p != preferred_.end()) {
-          layout_.try_emplace(op->result(i), p->second);
-          continue;
-        }
-        // A carried pointer tile (a_ptrs += step) takes the layout of the loads and stores it
-        // addresses, so that it is not converted each iteration.
-        const Value* arg = body.args[i + 1].get();
-        for (const auto& user : body.ops)
-          if ((user->kind == OpKind::Load || user->kind == OpKind::Store) && !user->operands.empty() &&
-              (user->operands[0] == arg || user->operands[0] == yield->operands[i])) {
-            layout_.try_emplace(op->result(i), anchor(*user));
-            break;
-          }
+      // Until nothing changes: a carried value that takes another carried value (prefetch-loads'
+      // tiles in flight shift by one each iteration) takes its layout once that one has one.
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < op->results.size() && i < yield->operands.size(); ++i)
+          if (is_tile(op->result(i)) && !layout_.count(op->result(i)) && carry_layout(*op, i)) changed = true;
       }
     });
     block(f_.body);
@@ -120,6 +104,33 @@ class Assigner {
   }
 
  private:
+  // The layout loop `loop` carries its value `i` in, when the body decides it: see run().
+  bool carry_layout(const Op& loop, size_t i) {
+    const Block& body = *loop.regions[0];
+    const Op* yield = body.terminator();
+    const Value* y = yield->operands[i];
+    if (auto it = layout_.find(y); it != layout_.end()) return layout_.try_emplace(loop.result(i), it->second).second;
+    if (!y->def && y->owner == &body && y->index > 0) {
+      auto it = layout_.find(loop.result(y->index - 1));
+      return it != layout_.end() && layout_.try_emplace(loop.result(i), it->second).second;
+    }
+    // A value the body computes from fixed layouts (a running row max or sum of an mma
+    // accumulator) is carried in the layout it prefers.
+    if (auto p = preferred_.find(y); p != preferred_.end())
+      return layout_.try_emplace(loop.result(i), p->second).second;
+    // A carried pointer tile (a_ptrs += step) takes the layout of the loads and stores it
+    // addresses, directly or through pointer arithmetic (prefetch-loads' pointers of iterations
+    // ahead), so that it is not converted each iteration.
+    std::unordered_set<const Value*> derived{body.args[i + 1].get(), y};
+    for (const auto& user : body.ops) {
+      if ((user->kind == OpKind::Load || user->kind == OpKind::Store) && !user->operands.empty() &&
+          derived.count(user->operands[0]))
+        return layout_.try_emplace(loop.result(i), anchor(*user)).second;
+      if (user->kind == OpKind::AddPtr && derived.count(user->operands[0])) derived.insert(user->result());
+    }
+    return false;
+  }
+
   // Dots whose result reaches another dot's first operand through elementwise ops in one block,
   // and those dots.
   std::unordered_set<const Op*> chained_dots() const {

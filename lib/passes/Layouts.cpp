@@ -248,7 +248,15 @@ int uses(const ir::Block& block, const ir::Value* v) {
   });
   return n;
 }
-// A load whose masked-off elements are zero (no mask, no `other`, or a zero constant).
+// A dot wgmma takes, directly in a for loop's body.
+bool wgmma_in_loop(const ir::Op& dot) {
+  if (dot.kind != ir::OpKind::Dot) return false;
+  const auto* l = dynamic_cast<const MmaLayout*>(dot.result()->type.layout());
+  if (!l || !wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l)) return false;
+  return dot.parent && dot.parent->parent && dot.parent->parent->kind == ir::OpKind::For;
+}
+}  // namespace
+
 bool zero_filled_load(const ir::Op* op) {
   if (!op || op->kind != ir::OpKind::Load || op->results.size() != 1 || !op->result()->type.is_tile()) return false;
   if (op->operands.size() < 3) return true;
@@ -259,15 +267,6 @@ bool zero_filled_load(const ir::Op* op) {
   return std::holds_alternative<double>(a) ? std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a))
                                            : std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
 }
-// A dot wgmma takes, directly in a for loop's body.
-bool wgmma_in_loop(const ir::Op& dot) {
-  if (dot.kind != ir::OpKind::Dot) return false;
-  const auto* l = dynamic_cast<const MmaLayout*>(dot.result()->type.layout());
-  if (!l || !wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l)) return false;
-  return dot.parent && dot.parent->parent && dot.parent->parent->kind == ir::OpKind::For;
-}
-}  // namespace
-
 bool wgmma_across_iterations(const ir::Op& dot) {
   if (!wgmma_in_loop(dot)) return false;
   const ir::Block& body = *dot.parent;
@@ -280,9 +279,9 @@ bool wgmma_across_iterations(const ir::Op& dot) {
 }
 
 int wgmma_buffers(const ir::Op& dot) {
-  if (wgmma_across_iterations(dot)) return 3;
   DirectCopies d = direct_copies(dot);
-  return d.next[0] || d.next[1] ? 2 : 1;
+  if (wgmma_across_iterations(dot)) return std::max(1, d.depth) + 2;
+  return d.depth ? d.depth + 1 : 1;
 }
 
 DirectCopies direct_copies(const ir::Op& dot) {
@@ -291,17 +290,35 @@ DirectCopies direct_copies(const ir::Op& dot) {
   const ir::Block& body = *dot.parent;
   const ir::Op& loop = *body.parent;
   const ir::Op* yield = body.terminator();
+  // The operand, a carried value, is the first of a chain of carried values that each take the
+  // next one's value (prefetch-loads' tiles in flight), the last taking a load in the body; the
+  // chain's initial values are loads before the loop. Each is used there and nowhere else.
+  auto chain = [&](const ir::Value* v, std::vector<const ir::Op*>& firsts) -> const ir::Op* {
+    while (!v->def && v->owner == &body && v->index != 0 && uses(body, v) == 1) {
+      const size_t slot = v->index - 1;
+      const ir::Op* first = loop.operands[3 + slot]->def;
+      if (!zero_filled_load(first) || first->parent != loop.parent || uses(body, first->result()) != 1 ||
+          first->result()->type != v->type)
+        return nullptr;
+      firsts.push_back(first);
+      const ir::Value* y = yield->operands[slot];
+      if (y->def) {
+        const ir::Op* next = y->def;
+        if (!zero_filled_load(next) || next->parent != &body || uses(body, y) != 1 || y->type != v->type)
+          return nullptr;
+        return next;
+      }
+      v = y;
+    }
+    return nullptr;
+  };
   for (int x = 0; x < 2; ++x) {
-    const ir::Value* v = dot.operands[static_cast<size_t>(x)];
-    if (v->def || v->owner != &body || v->index == 0 || uses(body, v) != 1) continue;
-    const size_t slot = v->index - 1;
-    const ir::Op* next = yield->operands[slot]->def;
-    const ir::Op* first = loop.operands[3 + slot]->def;
-    if (!zero_filled_load(next) || next->parent != &body || uses(body, next->result()) != 1) continue;
-    if (!zero_filled_load(first) || first->parent != loop.parent || uses(body, first->result()) != 1) continue;
-    if (next->result()->type != v->type || first->result()->type != v->type) continue;
+    std::vector<const ir::Op*> firsts;
+    const ir::Op* next = chain(dot.operands[static_cast<size_t>(x)], firsts);
+    if (!next || (out.depth && out.depth != static_cast<int>(firsts.size()))) continue;
     out.next[x] = next;
-    out.first[x] = first;
+    out.first[x] = std::move(firsts);
+    out.depth = static_cast<int>(out.first[x].size());
   }
   return out;
 }
@@ -313,6 +330,20 @@ bool wgmma_stage_once(const ir::Op& dot, int x) {
   for (const ir::Block* b = v->def ? v->def->parent : v->owner; b; b = b->parent ? b->parent->parent : nullptr)
     if (b == body) return false;
   return true;
+}
+
+WgmmaSmem wgmma_smem(const ir::Op& dot) {
+  const Shape &a = dot.operands[0]->type.shape(), &b = dot.operands[1]->type.shape();
+  const int64_t size[2] = {a[0] * a[1] * 2, b[0] * b[1] * 2};  // 16-bit elements
+  const int count = wgmma_buffers(dot);
+  WgmmaSmem out;
+  for (int x = 0; x < 2; ++x) {
+    const bool once = wgmma_stage_once(dot, x);
+    out.at[x] = out.bytes;
+    out.stride[x] = once ? 0 : size[x];
+    out.bytes += size[x] * (once ? 1 : count);
+  }
+  return out;
 }
 
 const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first, bool wgmma) {

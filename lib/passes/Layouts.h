@@ -153,28 +153,44 @@ bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l);
 // then alternate between two shared buffers that live as long as the loop, and the loop's result
 // is waited for after the loop (DotToLLVM.cpp, ControlFlowToLLVM.cpp).
 bool wgmma_across_iterations(const ir::Op& dot);
-// How many shared buffers a wgmma dot (on sm_90a) cycles through, one per iteration of its loop:
-// 3 for a dot that wgmma_across_iterations (its MMAs of iteration i may still read buffer i - 1
-// while iteration i + 1's operands are copied into another), 2 for another dot in a loop with
-// direct_copies (the copies for iteration i + 1 land while the MMAs of i read), 1 otherwise.
+// How many shared buffers a wgmma dot (on sm_90a) cycles through, one per iteration of its loop.
+// With direct_copies d iterations ahead: d + 2 for a dot that wgmma_across_iterations (its MMAs
+// of iteration i may still read buffer i - 1 while the copies for i + d land in another), d + 1
+// for another dot (the copies for i + d land while the MMAs of i read). Without: 3 for a dot that
+// wgmma_across_iterations (iteration i stages its operands while the MMAs of i - 1 may still
+// read), 1 otherwise.
 int wgmma_buffers(const ir::Op& dot);
 
-// For a wgmma dot directly in a for loop's body, per operand (a, b): the loads whose values reach it
-// only through its loop, as prefetch-loads leaves them: `next` in the body loads the next
-// iteration's tile, `first` before the loop the first one; masked-off elements are zero. Code
-// generation may copy them with cp.async straight into the dot's shared buffers instead of
-// through registers. Null where an operand comes some other way.
+// For a wgmma dot directly in a for loop's body, per operand (a, b): the loads whose values reach
+// it only through its loop, as prefetch-loads leaves them `depth` iterations ahead: `next` in the
+// body loads the tile of iteration i + depth, `first` before the loop the tiles of the first
+// `depth` iterations, in order; masked-off elements are zero. Code generation may copy them with
+// cp.async straight into the dot's shared buffers instead of through registers. Null (and no
+// firsts) where an operand comes some other way; both operands found have one depth.
 struct DirectCopies {
   const ir::Op* next[2] = {nullptr, nullptr};
-  const ir::Op* first[2] = {nullptr, nullptr};
+  std::vector<const ir::Op*> first[2];
+  int depth = 0;  // 0: neither operand
 };
 DirectCopies direct_copies(const ir::Op& dot);
+
+// A load whose masked-off elements are zero (no mask, no `other`, or a zero constant).
+bool zero_filled_load(const ir::Op* op);
 
 // Whether operand `x` (0: a, 1: b) of `dot` (on sm_90a) is staged in shared memory once, before
 // its loop, rather than in every iteration: wgmma takes the dot, which sits directly in a for
 // loop's body and waits for its MMAs within the iteration, and the operand is defined outside
 // the loop (attention's Q). The dot's buffer then lives as long as the loop.
 bool wgmma_stage_once(const ir::Op& dot, int x);
+
+// Where a wgmma dot (on sm_90a) keeps its operands in its shared buffer: operand x (0: a, 1: b)
+// of buffer number s (wgmma_buffers) at byte at[x] + s * stride[x], `bytes` in all. a's copies
+// come first, then b's; an operand staged once (wgmma_stage_once) has one copy (stride 0). Every
+// operand starts 1024-byte aligned.
+struct WgmmaSmem {
+  int64_t at[2] = {0, 0}, stride[2] = {0, 0}, bytes = 0;
+};
+WgmmaSmem wgmma_smem(const ir::Op& dot);
 
 // The layout of a tile type as a DistributedLayout, or null when it has none.
 const DistributedLayout* layout_of(ir::Type t);

@@ -22,13 +22,17 @@ const std::vector<PassInfo>& pipeline_passes() {
        "one splat, and removes broadcasts, reshapes and casts to the operand's own type.",
        [](ir::Function& f, const PipelineOptions&) { canonicalize(f); }},
       {"prefetch-loads",
-       "Software pipelining in registers (num_stages >= 2): in a loop, each load whose tile reaches "
-       "a dot and whose pointer, mask and other are pure functions of the induction variable, the "
-       "loop-carried values and values from outside is issued one iteration ahead: the first "
-       "before the loop, the next one in the body before the first dot, carried by the loop, "
-       "masked off where its iteration does not run. Reads the same addresses under the same "
-       "masks, earlier.",
-       [](ir::Function& f, const PipelineOptions& o) { prefetch_loads(f, o.num_stages); }},
+       "Software pipelining (num_stages >= 2): in a loop, each load whose tile reaches a dot and "
+       "whose pointer, mask and other are pure functions of the induction variable, the "
+       "loop-carried values and values from outside is issued d iterations ahead: the first d "
+       "before the loop, the one of iteration i + d in the body before the first dot, the d tiles "
+       "in flight carried by the loop, each masked off where its iteration does not run. d is 1, "
+       "or num_stages - 1 on sm_90a when every such load goes straight into dots wgmma takes and "
+       "reads zeros where masked (codegen copies those into shared ring buffers with cp.async). "
+       "Reads the same addresses under the same masks, earlier.",
+       [](ir::Function& f, const PipelineOptions& o) {
+         prefetch_loads(f, {.num_stages = o.num_stages, .wgmma = o.wgmma, .num_warps = o.num_warps});
+       }},
       {"cse",
        "Common-subexpression elimination: a Pure op equal to an earlier one (kind, operands, "
        "attributes, result types) in the same or an enclosing block is replaced by it. Loads, "

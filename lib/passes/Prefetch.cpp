@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "passes/Layouts.h"
+
 namespace tiledsl::passes {
 
 namespace {
@@ -25,8 +27,10 @@ std::unique_ptr<Op> new_op(OpKind k, std::vector<Value*> operands, Type result, 
   return op;
 }
 
-// Rebuilds values of one loop body elsewhere: before the loop for its first iteration, or inside
-// the body, before `limit`, for the next iteration. Ops are cloned into `out`.
+// Rebuilds values of one loop body elsewhere, `ahead` iterations after a base iteration: before
+// the loop, where the base is the first iteration (ahead 0 is the first iteration itself), or
+// inside the body, before `limit`, where the base is the current iteration. Ops are cloned into
+// `out`.
 class Cloner {
  public:
   enum class Mode { first, next };
@@ -37,44 +41,44 @@ class Cloner {
 
   // Whether `v` can be rebuilt (the cone of pure ops over the induction variable, carried
   // values and outside values).
-  bool can(Value* v, bool now = false) { return rebuild(v, now, /*dry=*/true) != nullptr; }
-  Value* get(Value* v, bool now = false) { return rebuild(v, now, /*dry=*/false); }
+  bool can(Value* v, int ahead) { return rebuild(v, ahead, /*dry=*/true) != nullptr; }
+  Value* get(Value* v, int ahead) { return rebuild(v, ahead, /*dry=*/false); }
 
   // Appends an op (a mask or a predicate the caller builds) to the clones.
   Value* emit(std::unique_ptr<Op> op) {
     out_.push_back(std::move(op));
     return out_.back()->result();
   }
-  Value* induction() { return get(body_.args[0].get()); }
+  Value* induction(int ahead) { return get(body_.args[0].get(), ahead); }
 
  private:
   bool in_body(const Op* op) const { return op && op->parent == &body_; }
 
-  // `now`: the value in the current iteration (for a carried value's next value, which is what
-  // the body yields now); otherwise the value in the iteration being prefetched.
-  Value* rebuild(Value* v, bool now, bool dry) {
-    auto& memo = (now ? memo_now_ : memo_next_)[dry];
-    if (auto it = memo.find(v); it != memo.end()) return it->second;
-    Value* r = compute(v, now, dry);
-    memo[v] = r;
+  Value* rebuild(Value* v, int ahead, bool dry) {
+    auto& memo = memo_[dry];
+    if (auto it = memo.find({v, ahead}); it != memo.end()) return it->second;
+    Value* r = compute(v, ahead, dry);
+    memo[{v, ahead}] = r;
     return r;
   }
 
-  Value* compute(Value* v, bool now, bool dry) {
+  Value* compute(Value* v, int ahead, bool dry) {
     static Value kCan;  // a non-null stand-in for dry runs
     if (!v->def && v->owner == &body_) {
-      if (mode_ == Mode::first) {  // the first iteration: lo, and the initial values
-        if (v->index == 0) return loop_.operands[0];
-        return loop_.operands[3 + v->index - 1];
+      if (ahead == 0) {
+        if (mode_ == Mode::next) return v;  // the current iteration's own value
+        // The first iteration: lo, and the initial values.
+        return v->index == 0 ? loop_.operands[0] : loop_.operands[3 + v->index - 1];
       }
-      if (now) return v;
-      if (v->index == 0) {  // the next iteration's induction variable: iv + step
-        if (dry) return &kCan;
-        return emit(new_op(OpKind::Add, {v, loop_.operands[2]}, v->type, {}, loop_.loc));
+      if (v->index == 0) {  // the induction variable: one step past the previous iteration's
+        Value* before = rebuild(v, ahead - 1, dry);
+        if (dry || !before) return before;
+        return emit(new_op(OpKind::Add, {before, loop_.operands[2]}, v->type, {}, loop_.loc));
       }
+      // A carried value: what the previous iteration yields.
       const Op* yield = body_.terminator();
       if (!yield || yield->kind != OpKind::Yield) return nullptr;
-      return rebuild(yield->operands.at(v->index - 1), /*now=*/true, dry);
+      return rebuild(yield->operands.at(v->index - 1), ahead - 1, dry);
     }
     if (!in_body(v->def)) {
       // Outside the body, or in a nested region of it (not a value a clone can name).
@@ -84,11 +88,11 @@ class Cloner {
     }
     Op* op = v->def;
     // In the current iteration, what is computed before the insertion point is there already.
-    if (now && mode_ == Mode::next && position_.at(op) < limit_) return v;
+    if (ahead == 0 && mode_ == Mode::next && position_.at(op) < limit_) return v;
     if (!ir::has_trait(op->kind, ir::kPure) || !op->regions.empty() || op->results.size() != 1) return nullptr;
     std::vector<Value*> operands;
     for (Value* o : op->operands) {
-      Value* r = rebuild(o, now, dry);
+      Value* r = rebuild(o, ahead, dry);
       if (!r) return nullptr;
       operands.push_back(r);
     }
@@ -96,13 +100,18 @@ class Cloner {
     return emit(new_op(op->kind, operands, v->type, op->attrs, op->loc));
   }
 
+  struct KeyHash {
+    size_t operator()(const std::pair<Value*, int>& k) const {
+      return std::hash<Value*>()(k.first) ^ (static_cast<size_t>(k.second) * 0x9e3779b97f4a7c15ull);
+    }
+  };
   Op& loop_;
   Block& body_;
   size_t limit_;
   Mode mode_;
   std::vector<std::unique_ptr<Op>>& out_;
   std::unordered_map<const Op*, size_t> position_;
-  std::unordered_map<Value*, Value*> memo_now_[2], memo_next_[2];
+  std::unordered_map<std::pair<Value*, int>, Value*, KeyHash> memo_[2];  // [dry]
 };
 
 // The loads of `body` (top level) whose value reaches a dot of `body` through pure ops, and the
@@ -141,20 +150,40 @@ Value* guarded(Cloner& c, Value* cond, Value* mask, const std::vector<int64_t>& 
   return mask ? c.emit(new_op(OpKind::And, {mask, all}, bools, {}, loc)) : all;
 }
 
-Value* less_than(Cloner& c, Value* a, Value* b, const ir::Location& loc) {
-  return c.emit(new_op(OpKind::Cmp, {a, b}, Type::scalar(DType::i1), {{"pred", std::string("lt")}}, loc));
+// Whether the iteration `ahead` of `c`'s base runs: its induction variable is below hi.
+Value* runs(Cloner& c, Op& loop, int ahead) {
+  return c.emit(new_op(OpKind::Cmp, {c.induction(ahead), loop.operands[1]}, Type::scalar(DType::i1),
+                       {{"pred", std::string("lt")}}, loop.loc));
 }
 
-// The load `load` (ptr, mask?, other?) rebuilt by `c`, predicated on `cond`.
-Value* load_clone(Cloner& c, Op* load, Value* cond) {
-  Value* ptr = c.get(load->operands[0]);
-  Value* mask = load->operands.size() > 1 ? c.get(load->operands[1]) : nullptr;
+// The load `load` (ptr, mask?, other?) of iteration `ahead`, rebuilt by `c`, predicated on `cond`.
+Value* load_clone(Cloner& c, Op* load, int ahead, Value* cond) {
+  Value* ptr = c.get(load->operands[0], ahead);
+  Value* mask = load->operands.size() > 1 ? c.get(load->operands[1], ahead) : nullptr;
   std::vector<Value*> operands{ptr, guarded(c, cond, mask, ptr->type.shape(), load->loc)};
-  if (load->operands.size() > 2) operands.push_back(c.get(load->operands[2]));
+  if (load->operands.size() > 2) operands.push_back(c.get(load->operands[2], ahead));
   return c.emit(new_op(OpKind::Load, operands, load->result()->type, load->attrs, load->loc));
 }
 
-void prefetch_loop(Op& loop, Block& parent, std::vector<std::unique_ptr<Op>>& erased) {
+// Whether `load` may be prefetched more than one iteration ahead: its tile goes, as it is, only
+// into dots that wgmma takes with `num_warps` warps, and its masked-off elements are zero. Code
+// generation then copies it with cp.async into the dot's shared buffers (direct_copies), so the
+// iterations in flight cost shared memory rather than registers.
+bool deep(const Block& body, const Op* load, int num_warps) {
+  if (!zero_filled_load(load)) return false;
+  bool any = false;
+  for (const auto& op : body.ops)
+    for (size_t i = 0; i < op->operands.size(); ++i) {
+      if (op->operands[i] != load->result()) continue;
+      if (op->kind != OpKind::Dot || i > 1) return false;
+      const MmaLayout* l = mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps, false, true);
+      if (!l || !wgmma_takes(op->operands[0]->type, op->operands[1]->type, *l)) return false;
+      any = true;
+    }
+  return any;
+}
+
+void prefetch_loop(Op& loop, Block& parent, const PrefetchOptions& opts, std::vector<std::unique_ptr<Op>>& erased) {
   Block& body = *loop.regions[0];
   auto [loads, first_dot] = loads_feeding_dots(body);
   // Layouts are assigned after this pass; a kernel that has them already is left alone.
@@ -164,25 +193,45 @@ void prefetch_loop(Op& loop, Block& parent, std::vector<std::unique_ptr<Op>>& er
   std::vector<Op*> chosen;
   for (Op* l : loads) {
     bool ok = true;
-    for (Value* o : l->operands) ok = ok && first.can(o) && next.can(o);
+    for (Value* o : l->operands) ok = ok && first.can(o, 0) && next.can(o, 1);
     if (ok) chosen.push_back(l);
   }
   if (chosen.empty()) return;
+  // How far ahead: num_stages - 1 iterations when every chosen load can wait in shared memory,
+  // else one (the loop carries the tiles in flight in registers).
+  int distance = 1;
+  if (opts.wgmma && std::all_of(chosen.begin(), chosen.end(), [&](Op* l) { return deep(body, l, opts.num_warps); })) {
+    distance = std::max(1, opts.num_stages - 1);
+    for (Op* l : chosen)
+      for (Value* o : l->operands)
+        if (!first.can(o, distance - 1) || !next.can(o, distance)) distance = 1;
+  }
 
-  // Before the loop: the first iteration's loads, masked off when the loop runs no iteration.
-  Value* runs = less_than(first, loop.operands[0], loop.operands[1], loop.loc);
-  // In the body, before the first dot: the next iteration's loads, masked off in the last one.
-  Value* more = less_than(next, next.induction(), loop.operands[1], loop.loc);
+  // Before the loop: the first `distance` iterations' loads, each masked off when its iteration
+  // does not run. In the body, before the first dot: the loads of the iteration `distance`
+  // ahead, masked off when it does not run. The loop carries `distance` tiles per load, the
+  // current iteration's first; each iteration shifts them by one.
+  std::vector<Value*> ahead_runs;
+  for (int j = 0; j < distance; ++j) ahead_runs.push_back(runs(first, loop, j));
+  Value* more = runs(next, loop, distance);
   Op* yield = body.terminator();
+  // Iteration by iteration, so that code generation's copy groups complete in that order.
+  std::vector<std::vector<Value*>> inits(chosen.size());
+  for (int j = 0; j < distance; ++j)
+    for (size_t i = 0; i < chosen.size(); ++i)
+      inits[i].push_back(load_clone(first, chosen[i], j, ahead_runs[static_cast<size_t>(j)]));
   std::unordered_map<const Value*, Value*> replace;
-  for (Op* l : chosen) {
-    Value* init = load_clone(first, l, runs);
-    Value* ahead = load_clone(next, l, more);
-    loop.operands.push_back(init);
-    Value* carried = body.add_arg(l->result()->type);
-    loop.add_result(l->result()->type);
-    yield->operands.push_back(ahead);
-    replace[l->result()] = carried;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    Op* l = chosen[i];
+    std::vector<Value*> carried;
+    for (int j = 0; j < distance; ++j) {
+      loop.operands.push_back(inits[i][static_cast<size_t>(j)]);
+      carried.push_back(body.add_arg(l->result()->type));
+      loop.add_result(l->result()->type);
+    }
+    for (int j = 1; j < distance; ++j) yield->operands.push_back(carried[static_cast<size_t>(j)]);
+    yield->operands.push_back(load_clone(next, l, distance, more));
+    replace[l->result()] = carried[0];
   }
   // Splice: the clones before the loop and before the first dot; the prefetched loads go.
   auto at = std::find_if(parent.ops.begin(), parent.ops.end(), [&](const auto& p) { return p.get() == &loop; });
@@ -202,21 +251,21 @@ void prefetch_loop(Op& loop, Block& parent, std::vector<std::unique_ptr<Op>>& er
   }
 }
 
-void visit(Block& b, std::vector<std::unique_ptr<Op>>& erased) {
+void visit(Block& b, const PrefetchOptions& opts, std::vector<std::unique_ptr<Op>>& erased) {
   // Collect first: prefetching inserts ops into `b`.
   std::vector<Op*> loops;
   for (const auto& op : b.ops) {
-    for (const auto& r : op->regions) visit(*r, erased);
+    for (const auto& r : op->regions) visit(*r, opts, erased);
     if (op->kind == OpKind::For) loops.push_back(op.get());
   }
-  for (Op* l : loops) prefetch_loop(*l, b, erased);
+  for (Op* l : loops) prefetch_loop(*l, b, opts, erased);
 }
 }  // namespace
 
-void prefetch_loads(ir::Function& f, int num_stages) {
-  if (num_stages < 2) return;
+void prefetch_loads(ir::Function& f, const PrefetchOptions& opts) {
+  if (opts.num_stages < 2) return;
   std::vector<std::unique_ptr<Op>> erased;
-  visit(f.body, erased);
+  visit(f.body, opts, erased);
   f.number_values();
 }
 

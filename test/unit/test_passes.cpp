@@ -455,6 +455,28 @@ kernel @masked_loads(%x: ptr<f32>, %out: ptr<f32>, %n: i32, %m: i32) {
   CHECK(names == std::set<std::string>{"through_math"});
 }
 
+// The arguments of the matmul kernels of test/lit/codegen (row-major bf16 a [M, K] and b [K, N]
+// from `seed` and seed + 1, an f32 c [M, N] of -7s, then sizes and strides).
+std::vector<Arg> matmul_args(int M, int N, int K, unsigned seed) {
+  auto bf16s = [](size_t n, unsigned s) {
+    std::vector<bf16> v;
+    for (float x : random_floats(n, s)) v.push_back(bf16(x));
+    return v;
+  };
+  return {buffer(bf16s(static_cast<size_t>(M * K), seed)),
+          buffer(bf16s(static_cast<size_t>(K * N), seed + 1)),
+          buffer(std::vector<float>(static_cast<size_t>(M * N), -7.0f)),
+          integer(M),
+          integer(N),
+          integer(K),
+          integer(K),
+          integer(1),
+          integer(N),
+          integer(1),
+          integer(N),
+          integer(1)};
+}
+
 // prefetch-loads moves matmul's loads one iteration ahead (the loop carries them); the
 // interpreter, whose memory checker flags any unmasked access outside a buffer, gives the same
 // bytes before and after, for K that fills no block, K of one block and K = 0 (no iteration: the
@@ -463,17 +485,12 @@ TEST_CASE("prefetch-loads: the same results, loads carried by the loop", "[unit]
   std::ifstream in(std::string(TILEDSL_SOURCE_DIR) + "/test/lit/codegen/matmul-mma.tir");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   REQUIRE(text.find("kernel @matmul_bf16") != std::string::npos);
-  auto bf16s = [](size_t n, unsigned seed) {
-    std::vector<bf16> v;
-    for (float x : random_floats(n, seed)) v.push_back(bf16(x));
-    return v;
-  };
   for (int K : {112, 32, 0}) {
     INFO("K = " << K);
     const int M = 80, N = 96;  // multiples of 16 (the kernel's specialisation), of no block
     auto before = ir::parse(text);
     auto after = ir::parse(text);
-    passes::prefetch_loads(*after, 3);
+    passes::prefetch_loads(*after, {.num_stages = 3});
     ir::verify(*after);
     size_t loads_in_loop = 0, carried = 0;
     ir::walk(after->body, [&](const ir::Op* op) {
@@ -482,18 +499,7 @@ TEST_CASE("prefetch-loads: the same results, loads carried by the loop", "[unit]
     });
     CHECK(carried == 5);        // acc, two pointer tiles, and the two prefetched tiles
     CHECK(loads_in_loop == 2);  // the next iteration's a and b
-    std::vector<Arg> args = {buffer(bf16s(static_cast<size_t>(M * K), 1)),
-                             buffer(bf16s(static_cast<size_t>(K * N), 2)),
-                             buffer(std::vector<float>(static_cast<size_t>(M * N), -7.0f)),
-                             integer(M),
-                             integer(N),
-                             integer(K),
-                             integer(K),
-                             integer(1),
-                             integer(N),
-                             integer(1),
-                             integer(N),
-                             integer(1)};
+    std::vector<Arg> args = matmul_args(M, N, K, 1);
     std::array<int64_t, 3> grid{((M + 31) / 32) * ((N + 63) / 64), 1, 1};
     auto expected = run(*before, args, grid);
     auto got = run(*after, args, grid);
@@ -501,8 +507,47 @@ TEST_CASE("prefetch-loads: the same results, loads carried by the loop", "[unit]
   }
   // num_stages 1: nothing moves.
   auto once = ir::parse(text);
-  passes::prefetch_loads(*once, 1);
+  passes::prefetch_loads(*once, {.num_stages = 1});
   CHECK(ir::print(*once) == ir::print(*ir::parse(text)));
+}
+
+// On a wgmma target, loads that go straight into dots wgmma takes are prefetched num_stages - 1
+// iterations ahead: the loop carries that many tiles per load, shifting them each iteration.
+// Same bytes as without the pass for K of several blocks and a part block, K of fewer blocks
+// than the distance (the tiles ahead of the last iteration are masked off) and K = 0.
+TEST_CASE("prefetch-loads: num_stages - 1 iterations ahead on wgmma targets", "[unit]") {
+  std::ifstream in(std::string(TILEDSL_SOURCE_DIR) + "/test/lit/codegen/matmul-wgmma.tir");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(text.find("BLOCK_K = 64, BLOCK_M = 128, BLOCK_N = 128") != std::string::npos);
+  for (int K : {208, 80, 0}) {
+    INFO("K = " << K);
+    const int M = 144, N = 176;  // multiples of 16 (the kernel's specialisation), of no block
+    auto before = ir::parse(text);
+    auto after = ir::parse(text);
+    passes::prefetch_loads(*after, {.num_stages = 4, .wgmma = true, .num_warps = 8});
+    ir::verify(*after);
+    size_t loads_in_loop = 0, loads_before = 0, carried = 0;
+    ir::walk(after->body, [&](const ir::Op* op) {
+      if (op->kind == OpKind::For) carried = op->results.size();
+      if (op->kind == OpKind::Load) ++(op->parent == &after->body ? loads_before : loads_in_loop);
+    });
+    CHECK(carried == 3 + 2 * 3);  // acc, two pointer tiles, three tiles in flight of a and of b
+    CHECK(loads_in_loop == 2);    // a and b of iteration i + 3
+    CHECK(loads_before == 6);     // of iterations 0, 1, 2
+    std::vector<Arg> args = matmul_args(M, N, K, 5);
+    std::array<int64_t, 3> grid{((M + 127) / 128) * ((N + 127) / 128), 1, 1};
+    auto expected = run(*before, args, grid);
+    auto got = run(*after, args, grid);
+    CHECK(expected[2].bytes == got[2].bytes);
+  }
+  // Without wgmma, one iteration ahead whatever num_stages says.
+  auto plain = ir::parse(text);
+  passes::prefetch_loads(*plain, {.num_stages = 4, .wgmma = false, .num_warps = 8});
+  size_t carried = 0;
+  ir::walk(plain->body, [&](const ir::Op* op) {
+    if (op->kind == OpKind::For) carried = op->results.size();
+  });
+  CHECK(carried == 5);
 }
 
 // Without masks of its own, a prefetched load relies on the pass's guard: in the last iteration
@@ -528,7 +573,7 @@ TEST_CASE("prefetch-loads: the loads past the loop's last iteration are masked o
                             tl::Tensor::empty({256}, tl::DType::f32, tl::Device::cpu), K);
     auto before = ir::parse(text);
     auto after = ir::parse(text);
-    passes::prefetch_loads(*after, 2);
+    passes::prefetch_loads(*after, {.num_stages = 2});
     ir::verify(*after);
     auto bf16s = [](size_t n, unsigned seed) {
       std::vector<bf16> v;
