@@ -397,7 +397,7 @@ struct CuBlas {
 // does), ours against the reference measured beside it: the device copy of the same bytes for the
 // memory-bound kernels, cuBLAS for matmul. One row per (workload, size); bench/plot_sweep.py draws
 // them. Each figure is one median (tl::bench), the best of a few launch configurations for ours.
-int sweep(const std::string& csv) {
+int sweep(const std::string& csv, bool matmul_only) {
   tl::Report report({"workload", "size", "unit", "ours", "config", "reference", "reference_value", "ratio"});
   auto add_point = [&](const std::string& workload, int64_t size, const std::string& unit, double ours,
                        const std::string& config, const std::string& ref, double ref_value) {
@@ -422,7 +422,7 @@ int sweep(const std::string& csv) {
 
   tl::Kernel add = make_add("add_sweep");
   const std::array<std::pair<int, int64_t>, 3> add_configs = {{{4, 1024}, {8, 2048}, {8, 4096}}};
-  for (int log2n = 12; log2n <= 28; log2n += 2) {
+  for (int log2n = 12; !matmul_only && log2n <= 28; log2n += 2) {
     int n = 1 << log2n;
     auto x = tl::Tensor::randn({n}, 1), y = tl::Tensor::randn({n}, 2), o = tl::Tensor::empty({n});
     auto [ms, config] = fastest(add_configs, [&](int warps, int64_t block) {
@@ -433,7 +433,7 @@ int sweep(const std::string& csv) {
   }
 
   const int rows = 4096;
-  for (int cols = 256; cols <= 16384; cols *= 2) {
+  for (int cols = 256; !matmul_only && cols <= 16384; cols *= 2) {
     auto x = tl::Tensor::randn({rows, cols}, 3), y = tl::Tensor::empty({rows, cols});
     const int64_t block = next_pow2(cols);
     const double bytes = 2.0 * rows * cols * 4, copy = copy_gbps(static_cast<size_t>(bytes / 2), 1);
@@ -684,10 +684,11 @@ int main(int argc, char** argv) {
   // `tiledsl-bench memory`: only the memory-bound kernels and SpMM (to compare builds quickly).
   // `tiledsl-bench export DIR`: write the memory-bound kernels' PTX (see export_kernels) and exit.
   // `tiledsl-bench sweep --csv=PATH`: every workload over a range of sizes (see sweep).
+  // `tiledsl-bench matmul --csv=PATH`: the sweep's matmul rows only.
   // `tiledsl-bench probe`: the mma.sync ceiling from hand-written PTX (see mma_probe).
   // `tiledsl-bench attention`: the attention example's kernel on TARGETS.md's workload.
   bool first_launch_only = false, cold_only = false, memory_only = false, sweep_only = false, probe_only = false,
-       attention_only = false;
+       attention_only = false, matmul_only = false;
   std::string csv;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -699,6 +700,8 @@ int main(int argc, char** argv) {
       memory_only = true;
     else if (a == "sweep")
       sweep_only = true;
+    else if (a == "matmul")
+      sweep_only = matmul_only = true;
     else if (a == "probe")
       probe_only = true;
     else if (a == "attention")
@@ -719,7 +722,7 @@ int main(int argc, char** argv) {
   // per process, before the first compile.
   double start_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("tiledsl-bench on %s\n", cu::device_info().name.c_str());
-  if (sweep_only) return sweep(csv);
+  if (sweep_only) return sweep(csv, matmul_only);
   if (probe_only) return mma_probe();
   if (attention_only) return attention_sweep();
   std::printf("%-40s %10.3f ms\n", "runtime start-up", start_ms);
