@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -88,8 +89,9 @@ std::atomic<int64_t> compared{0}, not_comparable{0};
 // Floats: |a - b| <= tol * (|a| + |b| + scale), with scale the largest magnitude in the tensor
 // (a sum's rounding depends on its order, so it is relative to its terms, not to the result) and
 // tol 2^-17 (64 ulps of f32, the precision kernels compute in), or 2 ulps of a narrower dtype
-// (two f32 values a few ulps apart can round to neighbouring f16s); NaN only against NaN.
-std::string first_difference(const Tensor& gpu, const Tensor& host) {
+// (two f32 values a few ulps apart can round to neighbouring f16s), of the tensor's or of one the
+// kernel rounds an intermediate to (rounded_bits); NaN only against NaN.
+std::string first_difference(const Tensor& gpu, const Tensor& host, int rounded_bits) {
   const DType t = gpu.dtype();
   const size_t n = static_cast<size_t>(gpu.numel()), size = static_cast<size_t>(byte_size(t));
   std::vector<char> g(gpu.nbytes());
@@ -103,7 +105,8 @@ std::string first_difference(const Tensor& gpu, const Tensor& host) {
     return "";
   }
   int man_bits = t == DType::f32 ? 23 : t == DType::f64 ? 52 : float_format(t).man_bits;
-  double tol = std::max(std::ldexp(1.0, -17), std::ldexp(1.0, 1 - man_bits)), scale = 0;
+  double tol = std::max({std::ldexp(1.0, -17), std::ldexp(1.0, 1 - man_bits), std::ldexp(1.0, 1 - rounded_bits)}),
+         scale = 0;
   for (size_t i = 0; i < n; ++i)
     if (double v = std::fabs(load_float(t, h + i * size)); std::isfinite(v)) scale = std::max(scale, v);
   for (size_t i = 0; i < n; ++i) {
@@ -117,6 +120,17 @@ std::string first_difference(const Tensor& gpu, const Tensor& host) {
 }
 
 namespace {
+// The fewest mantissa bits of a float type `f` casts a value to (52 when it casts to none).
+int rounded_bits(const ir::Function& f) {
+  int bits = 52;
+  ir::walk(f.body, [&](const ir::Op* op) {
+    if (op->kind != ir::OpKind::Cast) return;
+    const DType t = op->result()->type.dtype();
+    if (is_float(t)) bits = std::min(bits, t == DType::f32 ? 23 : t == DType::f64 ? 52 : float_format(t).man_bits);
+  });
+  return bits;
+}
+
 bool comparable(const ir::Function& f) {
   bool ok = true;
   ir::walk(f.body, [&](const ir::Op* op) {
@@ -159,9 +173,10 @@ void launch_compared_with_interpreter(const GpuKernel& k, const ir::Function& f,
   }
   launch_on_gpu(k, specs, args, grid, stream);
   launch_in_interpreter(f, specs, names, host_args, grid, where);
+  const int bits = rounded_bits(f);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].kind != LaunchArg::tensor) continue;
-    if (std::string d = first_difference(*args[i].t, *host_args[i].t); !d.empty())
+    if (std::string d = first_difference(*args[i].t, *host_args[i].t, bits); !d.empty())
       user_error(where, f.name, "launch",
                  "the GPU and the interpreter disagree on '{}' ({}; TILEDSL_COMPARE_INTERPRETER)", names[i], d);
   }

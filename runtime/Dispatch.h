@@ -37,7 +37,10 @@ bool compare_with_interpreter();
 
 // Where the GPU's copy of a tensor and the interpreter's (a host tensor of the same shape and
 // dtype) first differ, under the rule above: "element I: GPU A, interpreter B", or "" if nowhere.
-std::string first_difference(const Tensor& gpu, const Tensor& host);
+// `rounded_bits`: the fewest mantissa bits a float the kernel computes with is rounded to (a
+// cast to bf16 in the middle of the kernel, as attention's P): floats are then compared within 2
+// ulps of that format too, as one ulp of such an intermediate can flip between the two.
+std::string first_difference(const Tensor& gpu, const Tensor& host, int rounded_bits = 52);
 
 // Launches compared so far, and launches that could not be (atomics, prints).
 struct Comparisons {

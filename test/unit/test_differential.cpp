@@ -186,4 +186,9 @@ TEST_CASE("the differential comparison: integers exactly, floats within a few ul
       c{tl::bf16(1.125f), tl::bf16(2.0f)};
   CHECK(first_difference(cpu(a), cpu(b)).empty());
   CHECK(!first_difference(cpu(a), cpu(c)).empty());
+  // f32 results of a kernel that rounds an intermediate to bf16: 2 bf16 ulps of the terms.
+  std::vector<float> x{1.0f, big}, y{1.003f, big}, z{1.1f, big};
+  CHECK(!first_difference(cpu(x), cpu(y)).empty());
+  CHECK(first_difference(cpu(x), cpu(y), 7).empty());
+  CHECK(!first_difference(cpu(x), cpu(z), 7).empty());
 }
