@@ -599,7 +599,8 @@ int attention_sweep() {
       for (auto [bm, bn, warps, stages] :
            {std::array<int, 4>{32, 32, 8, 3}, std::array<int, 4>{64, 32, 4, 3}, std::array<int, 4>{64, 64, 4, 2},
             std::array<int, 4>{64, 64, 4, 3}, std::array<int, 4>{32, 64, 4, 3}, std::array<int, 4>{128, 64, 8, 2},
-            std::array<int, 4>{128, 64, 8, 3}, std::array<int, 4>{128, 128, 8, 2}}) {
+            std::array<int, 4>{128, 64, 8, 3}, std::array<int, 4>{128, 128, 8, 2}, std::array<int, 4>{128, 128, 8, 3},
+            std::array<int, 4>{64, 128, 4, 2}, std::array<int, 4>{64, 128, 4, 3}}) {
         auto launch = [&] {
           attention::attention_kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options(
               {.num_warps = warps, .num_stages = stages})(q, k, v, o, scale, n * heads * d, n * d, d, 1, heads, n, d,

@@ -311,7 +311,8 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   llvm::Value* a_smem = in_stage(0);
   llvm::Value* b_smem = in_stage(1);
   const bool b_kmajor = wgmma_b_kmajor(bv);
-  if (!next_copy[0] && !once[0]) stage_dot_operand(a, a_smem, 0, /*panels=*/true);
+  const bool a_regs = passes::wgmma_a_in_registers(op);
+  if (!next_copy[0] && !once[0] && !a_regs) stage_dot_operand(a, a_smem, 0, /*panels=*/true);
   if (!next_copy[1] && !once[1]) stage_dot_operand(bv, b_smem, 0, /*panels=*/true, b_kmajor);
   llvm::Type* void_ty = b_.getVoidTy();
   const bool copies = next_copy[0] || next_copy[1];
@@ -353,6 +354,33 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   const int64_t bm_count = l.blocks_m(shape), bn_count = l.blocks_n(shape);
   const char* ab = a->type.dtype() == DType::bf16 ? "bf16" : "f16";
   Regs out = get(acc);
+  // a in registers (wgmma_a_in_registers): its layout is the accumulator's, whose registers run
+  // over 16 x 8 blocks, four each ((r, c), (r, c + 1), (r + 8, c), (r + 8, c + 1)). wgmma's A
+  // fragments of row block bm and k step s are, as 32-bit pairs, the top and bottom halves of
+  // blocks (bm, 2s) and (bm, 2s + 1).
+  std::vector<llvm::Value*> held;  // every fragment, kept alive through the wait
+  std::map<std::pair<int64_t, int64_t>, std::vector<llvm::Value*>> fragments;
+  auto a_fragments = [&](int64_t bm, int64_t step) -> const std::vector<llvm::Value*>& {
+    auto [it, fresh] = fragments.try_emplace({bm, step});
+    if (!fresh) return it->second;
+    const Regs& ar = get(a);
+    const int64_t a_blocks_n = l.blocks_n(a->type.shape());
+    llvm::Type* pair = llvm::FixedVectorType::get(memory_type(a->type), 2);
+    for (int64_t half = 0; half < 2; ++half)
+      for (int64_t top = 0; top < 2; ++top) {  // (a0, a1), (a2, a3): block 2s; (a4, a5), (a6, a7): 2s + 1
+        const size_t r = static_cast<size_t>(4 * (bm * a_blocks_n + 2 * step + half) + 2 * top);
+        llvm::Value* v = llvm::PoisonValue::get(pair);
+        v = b_.CreateInsertElement(v, ar[r], uint64_t{0});
+        v = b_.CreateInsertElement(v, ar[r + 1], uint64_t{1});
+        it->second.push_back(b_.CreateBitCast(v, b_.getInt32Ty()));
+      }
+    held.insert(held.end(), it->second.begin(), it->second.end());
+    return it->second;
+  };
+  // The fragments are written before the fence (wgmma reads registers written before it).
+  if (a_regs)
+    for (int64_t bm = 0; bm < bm_count; ++bm)
+      for (int64_t k0 = 0; k0 < K; k0 += 16) a_fragments(bm, k0 / 16);
   inline_ptx("wgmma.fence.sync.aligned;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   for (int64_t bm = 0; bm < bm_count; ++bm) {
     llvm::Value* row = b_.CreateAdd(group_row, u32(bm * passes::MmaLayout::kRows * l.warps_m()));
@@ -365,11 +393,16 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
         constraints += "=f,";
       }
       for (int64_t i = 0; i < count; ++i) constraints += fmt::format("{},", i);
-      constraints += "l,l,r";
+      // a from shared memory: its descriptor; from registers: four 32-bit fragments.
+      const int64_t na = a_regs ? 4 : 1;
+      std::string a_operand = a_regs ? "{" : "";
+      for (int64_t i = 0; i < na; ++i) a_operand += fmt::format("{}${}", i ? ", " : "", 2 * count + i);
+      if (a_regs) a_operand += "}";
+      constraints += a_regs ? "r,r,r,r,l,r" : "l,l,r";
       const std::string text = fmt::format(
           "{{\n.reg .pred p;\nsetp.ne.b32 p, ${3}, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {{{2}}}, ${4}, ${5}, p, 1, 1, 0, {6};\n}}",
-          width, ab, regs, 2 * count + 2, 2 * count, 2 * count + 1, b_kmajor ? 0 : 1);
+          "wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {{{2}}}, {4}, ${5}, p, 1, 1, {6}{7};\n}}",
+          width, ab, regs, 2 * count + na + 1, a_operand, 2 * count + na, a_regs ? "" : "0, ", b_kmajor ? 0 : 1);
       std::vector<llvm::Type*> types(static_cast<size_t>(count), f32);
       llvm::Type* result = llvm::StructType::get(ctx_, types);
       for (int64_t k0 = 0; k0 < K; k0 += 16) {
@@ -381,7 +414,12 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
             b_addr, u32(b_kmajor ? (k0 / 64) * N * 128 + n0 * 128 + (k0 % 64) * 2 : (n0 / 64) * K * 128 + k0 * 128));
         std::vector<llvm::Value*> args(out.begin() + static_cast<long>(first),
                                        out.begin() + static_cast<long>(first + static_cast<size_t>(count)));
-        args.push_back(descriptor(a_at, M * 128));
+        if (a_regs) {
+          const auto& frag = a_fragments(bm, k0 / 16);
+          args.insert(args.end(), frag.begin(), frag.end());
+        } else {
+          args.push_back(descriptor(a_at, M * 128));
+        }
         args.push_back(descriptor(b_at, (b_kmajor ? N : K) * 128));
         args.push_back(u32(1));
         llvm::Value* d = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
@@ -391,7 +429,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
     }
   }
   inline_ptx("wgmma.commit_group.sync.aligned;", "~{memory}", void_ty, {}, /*side_effects=*/true);
-  return wgmma_wait(out, async ? 1 : 0);
+  return wgmma_wait(out, async ? 1 : 0, held);
 }
 
 void Lowering::find_direct_copies() {
@@ -456,7 +494,7 @@ bool Lowering::async_wgmma(const ir::Op& dot) const {
   return has_wgmma(opts_.arch) && passes::wgmma_across_iterations(dot);
 }
 
-Regs Lowering::wgmma_wait(const Regs& regs, int pending) {
+Regs Lowering::wgmma_wait(const Regs& regs, int pending, const std::vector<llvm::Value*>& held) {
   if (regs.empty()) return regs;
   std::string constraints;
   std::vector<llvm::Type*> types;
@@ -465,8 +503,11 @@ Regs Lowering::wgmma_wait(const Regs& regs, int pending) {
     types.push_back(r->getType());
   }
   for (size_t i = 0; i < regs.size(); ++i) constraints += fmt::format("{},", i);
+  for (size_t i = 0; i < held.size(); ++i) constraints += "r,";
+  std::vector<llvm::Value*> args(regs.begin(), regs.end());
+  args.insert(args.end(), held.begin(), held.end());
   llvm::Value* waited = inline_ptx(fmt::format("wgmma.wait_group.sync.aligned {};", pending), constraints + "~{memory}",
-                                   llvm::StructType::get(ctx_, types), regs, /*side_effects=*/true);
+                                   llvm::StructType::get(ctx_, types), args, /*side_effects=*/true);
   Regs out;
   for (size_t i = 0; i < regs.size(); ++i) out.push_back(b_.CreateExtractValue(waited, static_cast<unsigned>(i)));
   return out;

@@ -212,7 +212,9 @@ class Lowering {
   // here; the one in the loop is copied by its dot (lower_dot_wgmma). None has registers.
   void lower_direct_load(const ir::Op& load);
   // wgmma.wait_group `pending` with `regs` tied through it: nothing reads them before the wait.
-  Regs wgmma_wait(const Regs& regs, int pending);
+  // `held` (A fragments the MMAs read from registers) are inputs of the wait, so that their
+  // registers are not reused before it.
+  Regs wgmma_wait(const Regs& regs, int pending, const std::vector<llvm::Value*>& held = {});
 
   // --- Control flow (ControlFlowToLLVM.cpp) ------------------------------------------------
   void lower_for(const ir::Op& op);

@@ -324,7 +324,7 @@ DirectCopies direct_copies(const ir::Op& dot) {
 }
 
 bool wgmma_stage_once(const ir::Op& dot, int x) {
-  if (!wgmma_in_loop(dot) || wgmma_across_iterations(dot)) return false;
+  if (!wgmma_in_loop(dot) || wgmma_across_iterations(dot) || (x == 0 && wgmma_a_in_registers(dot))) return false;
   const ir::Block* body = dot.parent;
   const ir::Value* v = dot.operands[static_cast<size_t>(x)];
   for (const ir::Block* b = v->def ? v->def->parent : v->owner; b; b = b->parent ? b->parent->parent : nullptr)
@@ -332,9 +332,16 @@ bool wgmma_stage_once(const ir::Op& dot, int x) {
   return true;
 }
 
+bool wgmma_a_in_registers(const ir::Op& dot) {
+  if (dot.kind != ir::OpKind::Dot) return false;
+  const auto* l = dynamic_cast<const MmaLayout*>(dot.result()->type.layout());
+  return l && wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l) &&
+         dot.operands[0]->type.layout() == dot.result()->type.layout() && !wgmma_across_iterations(dot);
+}
+
 WgmmaSmem wgmma_smem(const ir::Op& dot) {
   const Shape &a = dot.operands[0]->type.shape(), &b = dot.operands[1]->type.shape();
-  const int64_t size[2] = {a[0] * a[1] * 2, b[0] * b[1] * 2};  // 16-bit elements
+  const int64_t size[2] = {wgmma_a_in_registers(dot) ? 0 : a[0] * a[1] * 2, b[0] * b[1] * 2};  // 16-bit elements
   const int count = wgmma_buffers(dot);
   WgmmaSmem out;
   for (int x = 0; x < 2; ++x) {

@@ -183,10 +183,16 @@ bool zero_filled_load(const ir::Op* op);
 // the loop (attention's Q). The dot's buffer then lives as long as the loop.
 bool wgmma_stage_once(const ir::Op& dot, int x);
 
+// Whether wgmma reads operand a of `dot` (on sm_90a) from registers rather than shared memory:
+// wgmma takes the dot, a's layout is the dot's accumulator layout (attention's P, computed
+// elementwise from the first dot's result), which packed in pairs is the layout of wgmma's A
+// fragments, and the dot waits for its MMAs within its iteration (not wgmma_across_iterations).
+bool wgmma_a_in_registers(const ir::Op& dot);
+
 // Where a wgmma dot (on sm_90a) keeps its operands in its shared buffer: operand x (0: a, 1: b)
 // of buffer number s (wgmma_buffers) at byte at[x] + s * stride[x], `bytes` in all. a's copies
-// come first, then b's; an operand staged once (wgmma_stage_once) has one copy (stride 0). Every
-// operand starts 1024-byte aligned.
+// come first, then b's; an operand staged once (wgmma_stage_once) has one copy (stride 0), an a
+// read from registers (wgmma_a_in_registers) none. Every operand starts 1024-byte aligned.
 struct WgmmaSmem {
   int64_t at[2] = {0, 0}, stride[2] = {0, 0}, bytes = 0;
 };
