@@ -59,12 +59,17 @@ void Lowering::lower_for(const ir::Op& op) {
     phis.push_back(p);
   }
   // wgmma dots with several buffers cycle through them by the iteration's number mod their
-  // count; the loop-carried accumulator of a dot whose MMAs run on into the next iteration, and
-  // the copies that fill the buffers, are waited for after the loop.
+  // count; the loop-carried result of a dot whose MMAs run on into the next iteration (async or
+  // with its wait deferred), and the copies that fill the buffers, are waited for after the loop.
   std::vector<size_t> async_slots;
   std::map<int, llvm::PHINode*> stages;  // buffer count -> the iteration's number mod it
   for (auto [dot, count] : dots) {
     if (async_wgmma(*dot)) async_slots.push_back(dot->operands[2]->index - 1);
+    if (passes::wgmma_wait_deferred(*dot)) {
+      const ir::Op* yield = body.terminator();
+      for (size_t i = 0; i < yield->operands.size(); ++i)
+        if (yield->operands[i] == dot->result()) async_slots.push_back(i);
+    }
     if (count > 1 && !stages.count(count)) {
       stages[count] = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.stage");
       stages[count]->addIncoming(b_.getInt32(0), pre);

@@ -429,7 +429,28 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
     }
   }
   inline_ptx("wgmma.commit_group.sync.aligned;", "~{memory}", void_ty, {}, /*side_effects=*/true);
-  return wgmma_wait(out, async ? 1 : 0, held);
+  if (passes::wgmma_wait_deferred(op)) return out;  // waited for by the next iteration's earlier dot
+  // The carried results of the dots that defer their wait to this one's (their MMAs of the
+  // previous iteration, committed before this dot's) complete with it: they pass through it.
+  std::vector<const ir::Value*> completed;
+  if (op.parent && op.parent->parent && op.parent->parent->kind == ir::OpKind::For) {
+    const ir::Block& body = *op.parent;
+    const ir::Op* yield = body.terminator();
+    for (const auto& other : body.ops)
+      if (other->kind == ir::OpKind::Dot && passes::wgmma_deferred_to(*other) == &op)
+        for (size_t i = 0; i < yield->operands.size(); ++i)
+          if (yield->operands[i] == other->result()) completed.push_back(body.args[i + 1].get());
+  }
+  Regs all = out;
+  for (const ir::Value* v : completed) all.insert(all.end(), get(v).begin(), get(v).end());
+  all = wgmma_wait(all, async ? 1 : 0, held);
+  auto at = all.begin() + static_cast<long>(out.size());
+  for (const ir::Value* v : completed) {
+    Regs& regs = vals_[v];
+    for (auto& r : regs) r = *at++;
+  }
+  all.resize(out.size());
+  return all;
 }
 
 void Lowering::find_direct_copies() {

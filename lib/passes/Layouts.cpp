@@ -278,6 +278,42 @@ bool wgmma_across_iterations(const ir::Op& dot) {
   return uses(body, acc) == 1 && uses(body, dot.result()) == 1;
 }
 
+const ir::Op* wgmma_deferred_to(const ir::Op& dot) {
+  if (!wgmma_in_loop(dot) || wgmma_across_iterations(dot)) return nullptr;
+  const ir::Block& body = *dot.parent;
+  const ir::Op* yield = body.terminator();
+  const ir::Value* result = dot.result();
+  if (!yield || uses(body, result) != 1) return nullptr;
+  size_t slot = yield->operands.size();
+  for (size_t i = 0; i < yield->operands.size(); ++i)
+    if (yield->operands[i] == result) slot = i;
+  if (slot == yield->operands.size()) return nullptr;
+  const ir::Value* carried = body.args[slot + 1].get();
+  // The first top-level op that reads the carried value (a nested one counts as its parent).
+  size_t first_use = body.ops.size();
+  auto reads = [&](const ir::Op* op) {
+    return std::find(op->operands.begin(), op->operands.end(), carried) != op->operands.end();
+  };
+  for (size_t k = 0; k < body.ops.size() && first_use == body.ops.size(); ++k) {
+    const ir::Op* top = body.ops[k].get();
+    bool read = reads(top);
+    for (const auto& region : top->regions) ir::walk(*region, [&](const ir::Op* op) { read = read || reads(op); });
+    if (read) first_use = k;
+  }
+  // An earlier dot that waits for its MMAs in the iteration, its result read in the body.
+  for (size_t k = 0; k < first_use; ++k) {
+    const ir::Op* other = body.ops[k].get();
+    if (other == &dot) return nullptr;
+    if (other->kind == ir::OpKind::Dot && wgmma_in_loop(*other) && !wgmma_across_iterations(*other) &&
+        uses(body, other->result()) >= 1 &&
+        yield->operands.end() == std::find(yield->operands.begin(), yield->operands.end(), other->result()))
+      return other;
+  }
+  return nullptr;
+}
+
+bool wgmma_wait_deferred(const ir::Op& dot) { return wgmma_deferred_to(dot) != nullptr; }
+
 int wgmma_buffers(const ir::Op& dot) {
   DirectCopies d = direct_copies(dot);
   if (wgmma_across_iterations(dot)) return std::max(1, d.depth) + 2;

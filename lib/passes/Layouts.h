@@ -153,6 +153,17 @@ bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l);
 // then alternate between two shared buffers that live as long as the loop, and the loop's result
 // is waited for after the loop (DotToLLVM.cpp, ControlFlowToLLVM.cpp).
 bool wgmma_across_iterations(const ir::Op& dot);
+// Whether `dot` (on sm_90a) leaves its MMAs running past the end of its iteration, into the next
+// one, where the wait of an earlier wgmma dot completes them (a warpgroup's MMAs complete in
+// order): attention's P V, whose MMAs then overlap the next iteration's start and its Q K^T.
+// wgmma takes it in a for loop's body and it does not wgmma_across_iterations; its result goes
+// only back into a carried value, and every use of that value in the body comes after a dot
+// of the body before it that waits for its own MMAs there (its result is used in the body).
+// The loop waits for the last ones after it ends.
+bool wgmma_wait_deferred(const ir::Op& dot);
+// The dot whose wait completes a wgmma_wait_deferred dot's MMAs of the previous iteration.
+const ir::Op* wgmma_deferred_to(const ir::Op& dot);
+
 // How many shared buffers a wgmma dot (on sm_90a) cycles through, one per iteration of its loop.
 // With direct_copies d iterations ahead: d + 2 for a dot that wgmma_across_iterations (its MMAs
 // of iteration i may still read buffer i - 1 while the copies for i + d land in another), d + 1
