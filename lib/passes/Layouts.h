@@ -156,7 +156,8 @@ bool wgmma_across_iterations(const ir::Op& dot);
 // Whether `dot` (on sm_90a) leaves its MMAs running past the end of its iteration, into the next
 // one, where the wait of an earlier wgmma dot completes them (a warpgroup's MMAs complete in
 // order): attention's P V, whose MMAs then overlap the next iteration's start and its Q K^T.
-// wgmma takes it in a for loop's body and it does not wgmma_across_iterations; its result goes
+// wgmma takes it in a for loop's body, N is 128 or more (narrower MMAs were measured slower
+// deferred), and it does not wgmma_across_iterations; its result goes
 // only back into a carried value, and every use of that value in the body comes after a dot
 // of the body before it that waits for its own MMAs there (its result is used in the body).
 // The loop waits for the last ones after it ends.
