@@ -19,19 +19,19 @@ void Lowering::lower_for(const ir::Op& op) {
     llvm::Value* wide = uns ? b_.CreateZExt(step, b_.getInt64Ty()) : b_.CreateSExt(step, b_.getInt64Ty());
     device_fail(bad, op, "for: step must be positive, got %lld", {wide}, "loop step must be positive");
   }
-  // The wgmma dots directly in the body, with the number of shared buffers each cycles through.
+  // The dots directly in the body, with the number of shared buffers each cycles through.
+  const bool wgmma = has_wgmma(opts_.arch);
   std::vector<std::pair<const ir::Op*, int>> dots;
-  if (has_wgmma(opts_.arch))
-    for (const auto& inner : body.ops)
-      if (inner->kind == ir::OpKind::Dot) dots.emplace_back(inner.get(), passes::wgmma_buffers(*inner));
-  // Their loop-invariant operands (attention's Q) go to shared memory once, here.
+  for (const auto& inner : body.ops)
+    if (inner->kind == ir::OpKind::Dot) dots.emplace_back(inner.get(), passes::dot_buffers(*inner, wgmma));
+  // The loop-invariant operands of wgmma dots (attention's Q) go to shared memory once, here.
   for (const auto& [dot, count] : dots)
     for (int x = 0; x < 2; ++x)
-      if (passes::wgmma_stage_once(*dot, x)) {
+      if (wgmma && passes::wgmma_stage_once(*dot, x)) {
         barrier();  // earlier users of the buffer's bytes are done
         llvm::Value* buffer =
             b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(dot->attr_int("smem_offset"))));
-        stage_dot_operand(dot->operands[static_cast<size_t>(x)], buffer, passes::wgmma_smem(*dot).at[x],
+        stage_dot_operand(dot->operands[static_cast<size_t>(x)], buffer, passes::dot_smem(*dot, wgmma).at[x],
                           /*panels=*/true, x == 1 && wgmma_b_kmajor(dot->operands[1]));
       }
   // Dots with several buffers fill them without a barrier (their earlier readers are their own
@@ -65,7 +65,7 @@ void Lowering::lower_for(const ir::Op& op) {
   std::map<int, llvm::PHINode*> stages;  // buffer count -> the iteration's number mod it
   for (auto [dot, count] : dots) {
     if (async_wgmma(*dot)) async_slots.push_back(dot->operands[2]->index - 1);
-    if (passes::wgmma_wait_deferred(*dot)) {
+    if (wgmma && passes::wgmma_wait_deferred(*dot)) {
       const ir::Op* yield = body.terminator();
       for (size_t i = 0; i < yield->operands.size(); ++i)
         if (yield->operands[i] == dot->result()) async_slots.push_back(i);
@@ -80,9 +80,9 @@ void Lowering::lower_for(const ir::Op& op) {
   b_.CreateCondBr(uns ? b_.CreateICmpULT(iv, hi) : b_.CreateICmpSLT(iv, hi), loop, exit);
   b_.SetInsertPoint(loop);
   vals_[body.args[0].get()] = {iv};
-  if (!stages.empty()) wgmma_stage_.push_back(std::map<int, llvm::Value*>(stages.begin(), stages.end()));
+  if (!stages.empty()) dot_stage_.push_back(std::map<int, llvm::Value*>(stages.begin(), stages.end()));
   auto yielded = block(body);
-  if (!stages.empty()) wgmma_stage_.pop_back();
+  if (!stages.empty()) dot_stage_.pop_back();
   llvm::Value* next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   for (auto [count, stage] : stages) {

@@ -156,16 +156,13 @@ bool Lowering::wgmma_b_kmajor(const ir::Value* b) { return contiguous_regs(b, 0)
 
 Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
-  if (has_wgmma(opts_.arch) && passes::wgmma_takes(a->type, bv->type, l)) return lower_dot_wgmma(op, l);
-  const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
+  if (wgmma_dot(op)) return lower_dot_wgmma(op, l);
+  const int64_t K = a->type.shape()[1], N = bv->type.shape()[1];
   llvm::Type* i32 = b_.getInt32Ty();
-  TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
-  llvm::Value* smem = shared(op, (M * K + K * N) * 2);
-  const int64_t b_base = M * K * 2;  // bytes; a multiple of 512
   auto u32 = [&](int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); };
-  stage_dot_operand(a, smem, 0, /*panels=*/false);
-  stage_dot_operand(bv, smem, b_base, /*panels=*/false);
-  barrier();
+  auto [a_smem, b_smem] = fill_dot_buffers(op, /*wgmma=*/false);
+  llvm::Value* a_addr = b_.CreatePtrToInt(a_smem, i32);
+  llvm::Value* b_addr = b_.CreatePtrToInt(b_smem, i32);
 
   const Shape& shape = acc->type.shape();
   const int64_t bm_count = l.blocks_m(shape), bn_count = l.blocks_n(shape);
@@ -174,11 +171,9 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
   llvm::Value* row_in = b_.CreateAnd(lane_, 7);
   llvm::Value* matrix = b_.CreateLShr(lane_, 3);
-  llvm::Value* smem_addr = b_.CreatePtrToInt(smem, i32);
-  // The shared address of 16-bit element (row, col) of the array at byte `base` with `cols` columns.
-  auto address = [&](int64_t base, int64_t cols, llvm::Value* row, llvm::Value* col) {
-    llvm::Value* bytes = b_.CreateShl(b_.CreateAdd(b_.CreateMul(row, u32(cols)), col), 1);
-    return b_.CreateAdd(smem_addr, b_.CreateAdd(swizzled(b_, bytes), u32(base)));
+  // The shared address of 16-bit element (row, col) of the array at `start` with `cols` columns.
+  auto address = [&](llvm::Value* start, int64_t cols, llvm::Value* row, llvm::Value* col) {
+    return b_.CreateAdd(start, dot_operand_offset(row, col, 0, cols, /*panels=*/false));
   };
   // a: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15).
   llvm::Value* a_row_in = b_.CreateAdd(row_in, b_.CreateMul(b_.CreateAnd(matrix, 1), u32(8)));
@@ -207,7 +202,7 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
     for (int64_t bm = 0; bm < bm_count; ++bm) {
       llvm::Value* row = b_.CreateAdd(b_.CreateAdd(b_.CreateMul(warp_m, u32(16)), a_row_in),
                                       u32(bm * passes::MmaLayout::kRows * l.warps_m()));
-      llvm::Value* at = address(0, K, row, b_.CreateAdd(a_col_in, u32(k0)));
+      llvm::Value* at = address(a_addr, K, row, b_.CreateAdd(a_col_in, u32(k0)));
       af.push_back(unpack(inline_ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];",
                                      "=r,=r,=r,=r,r", four, {at}, /*side_effects=*/true),
                           4));
@@ -217,7 +212,7 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
       const int64_t step = passes::MmaLayout::kCols * l.warps_n();  // between a warp's column blocks
       llvm::Value* col = b_.CreateAdd(b_.CreateMul(warp_n, u32(8)), u32(bn * step));
       if (pair) col = b_.CreateAdd(col, b_.CreateMul(b_next, u32(step)));
-      llvm::Value* at = address(b_base, N, b_.CreateAdd(b_row_in, u32(k0)), col);
+      llvm::Value* at = address(b_addr, N, b_.CreateAdd(b_row_in, u32(k0)), col);
       if (pair) {
         auto r = unpack(inline_ptx("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {$0, $1, $2, $3}, [$4];",
                                    "=r,=r,=r,=r,r", four, {at}, /*side_effects=*/true),
@@ -244,6 +239,78 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   return out;
 }
 
+// The shared buffers of a tensor-core dot made ready for this iteration's MMAs or ldmatrix
+// reads (`wgmma`: the dot runs on wgmma; else mma.sync), returning where a and b start. Several
+// buffers (passes::dot_buffers): the iteration's stage picks one, and no barrier is needed
+// before filling it (see lower_dot_wgmma). One buffer: its last readers must be done first.
+// Operands come by cp.async (direct_loads_, copies issued `depth` iterations ahead: this
+// iteration waits for its own, then after the barrier issues those of iteration i + depth), are
+// staged once before the loop or read from registers (wgmma only), or are staged here from
+// registers.
+std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wgmma) {
+  const ir::Value *a = op.operands[0], *bv = op.operands[1];
+  TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
+  const int buffers = passes::dot_buffers(op, has_wgmma(opts_.arch));
+  const passes::DotSmem place = passes::dot_smem(op, has_wgmma(opts_.arch));
+  llvm::Value* smem0 = shared(op, place.bytes, /*sync=*/buffers == 1);
+  llvm::Value* stage = nullptr;
+  const ir::Op* next_copy[2] = {nullptr, nullptr};  // loads cp.async copies for an iteration ahead
+  // Copy groups: each dot with copies commits one per iteration. wait_group keeps pending only
+  // the groups of the next depth - 1 iterations and those this iteration committed before this
+  // dot (of iteration i + depth), so that this iteration's copies are complete.
+  int depth = 0, groups = 0, earlier = 0;
+  if (buffers > 1) {
+    TILEDSL_CHECK(!dot_stage_.empty(), "codegen: a pipelined dot outside its loop's lowering");
+    stage = dot_stage_.back().at(buffers);
+    std::set<const ir::Op*> copying;
+    for (const auto& [load, use] : direct_loads_) {
+      if (use.buffer >= 0 || load->parent != op.parent) continue;
+      copying.insert(use.dot);
+      if (use.dot == &op) next_copy[use.x] = load;
+    }
+    depth = passes::direct_copies(op).depth;
+    groups = static_cast<int>(copying.size());
+    for (const auto& other : op.parent->ops) {
+      if (other.get() == &op) break;
+      earlier += copying.count(other.get()) != 0;
+    }
+  }
+  // Operands staged once before the loop (lower_for) have one copy, staged there.
+  const bool once[2] = {wgmma && passes::wgmma_stage_once(op, 0), wgmma && passes::wgmma_stage_once(op, 1)};
+  auto in_stage = [&](int x) {
+    llvm::Value* at = b_.getInt32(static_cast<uint32_t>(place.at[x]));
+    if (stage && place.stride[x])
+      at = b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(place.stride[x]))));
+    return b_.CreateGEP(b_.getInt8Ty(), smem0, at);
+  };
+  std::array<llvm::Value*, 2> at = {in_stage(0), in_stage(1)};
+  const bool b_kmajor = wgmma && wgmma_b_kmajor(bv);
+  const bool a_regs = wgmma && passes::wgmma_a_in_registers(op);
+  if (!next_copy[0] && !once[0] && !a_regs) stage_dot_operand(a, at[0], 0, /*panels=*/wgmma);
+  if (!next_copy[1] && !once[1]) stage_dot_operand(bv, at[1], 0, /*panels=*/wgmma, b_kmajor);
+  llvm::Type* void_ty = b_.getVoidTy();
+  const bool copies = next_copy[0] || next_copy[1];
+  if (copies)
+    inline_ptx(fmt::format("cp.async.wait_group {};", groups * (depth - 1) + earlier), "~{memory}", void_ty, {},
+               /*side_effects=*/true);
+  // The tensor cores read shared memory through the async proxy: generic-proxy writes (stores,
+  // cp.async) must be fenced first.
+  if (wgmma) inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  barrier();
+  if (copies) {
+    // Buffer (i + depth) mod buffers.
+    llvm::Value* ahead = b_.CreateAdd(stage, b_.getInt32(static_cast<uint32_t>(depth)));
+    llvm::Value* wraps = b_.CreateICmpUGE(ahead, b_.getInt32(static_cast<uint32_t>(buffers)));
+    llvm::Value* next_stage =
+        b_.CreateSelect(wraps, b_.CreateSub(ahead, b_.getInt32(static_cast<uint32_t>(buffers))), ahead);
+    for (int x = 0; x < 2; ++x)
+      if (next_copy[x])
+        copy_to_shared(*next_copy[x], dot_operand_at(op, x, next_stage), x == 1 && b_kmajor, /*panels=*/wgmma);
+    inline_ptx("cp.async.commit_group;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  }
+  return at;
+}
+
 // Warpgroup g (warps 4g to 4g + 3) computes rows 64 g + 16 wm bm of the result for each of its
 // row blocks bm, in instructions of up to 256 columns, K in steps of 16. The accumulator layout
 // of wgmma.m64nNk16 is the mma layout with every warp along M: warp w of a warpgroup holds rows
@@ -254,7 +321,7 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
 //
 // A dot with async_wgmma (a matmul's k loop) waits only for the previous iteration's group
 // (wait_group 1): this iteration's MMAs run on while the next iteration loads and stages its
-// operands. Its buffers (passes::wgmma_buffers; the iteration's number mod their count picks
+// operands. Its buffers (passes::dot_buffers; the iteration's number mod their count picks
 // one) are never refilled before every warpgroup has waited for their last MMAs: with operands
 // staged from registers there are 3, iteration i filling buffer i while the MMAs of i - 1 may
 // still read buffer i - 1; buffer i was last read by the MMAs of i - 3, which every warpgroup
@@ -271,66 +338,11 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
 Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
   const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
-  TILEDSL_CHECK(op.attr_int("smem_offset") % 1024 == 0, "codegen: a dot's shared buffer must be 1024-byte aligned");
   const bool async = async_wgmma(op);
-  // Several buffers (passes::wgmma_buffers): the iteration's stage picks one, and no barrier is
-  // needed before filling it (see above). One buffer: its last readers must be done first.
-  const int buffers = passes::wgmma_buffers(op);
-  const passes::WgmmaSmem place = passes::wgmma_smem(op);
-  llvm::Value* smem0 = shared(op, place.bytes, /*sync=*/buffers == 1);
-  llvm::Value* stage = nullptr;
-  const ir::Op* next_copy[2] = {nullptr, nullptr};  // loads cp.async copies for the next iteration
-  // Copy groups: each dot with copies commits one per iteration. wait_group keeps pending only
-  // the groups of the next depth - 1 iterations and those this iteration committed before this
-  // dot (of iteration i + depth), so that this iteration's copies are complete.
-  int depth = 0, groups = 0, earlier = 0;
-  if (buffers > 1) {
-    TILEDSL_CHECK(!wgmma_stage_.empty(), "codegen: a pipelined dot outside its loop's lowering");
-    stage = wgmma_stage_.back().at(buffers);
-    std::set<const ir::Op*> copying;
-    for (const auto& [load, use] : direct_loads_) {
-      if (use.buffer >= 0 || load->parent != op.parent) continue;
-      copying.insert(use.dot);
-      if (use.dot == &op) next_copy[use.x] = load;
-    }
-    depth = passes::direct_copies(op).depth;
-    groups = static_cast<int>(copying.size());
-    for (const auto& other : op.parent->ops) {
-      if (other.get() == &op) break;
-      earlier += copying.count(other.get()) != 0;
-    }
-  }
-  // Operands staged once before the loop (lower_for) have one copy, staged there.
-  const bool once[2] = {passes::wgmma_stage_once(op, 0), passes::wgmma_stage_once(op, 1)};
-  auto in_stage = [&](int x) {
-    llvm::Value* at = b_.getInt32(static_cast<uint32_t>(place.at[x]));
-    if (stage && place.stride[x])
-      at = b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(place.stride[x]))));
-    return b_.CreateGEP(b_.getInt8Ty(), smem0, at);
-  };
-  llvm::Value* a_smem = in_stage(0);
-  llvm::Value* b_smem = in_stage(1);
-  const bool b_kmajor = wgmma_b_kmajor(bv);
   const bool a_regs = passes::wgmma_a_in_registers(op);
-  if (!next_copy[0] && !once[0] && !a_regs) stage_dot_operand(a, a_smem, 0, /*panels=*/true);
-  if (!next_copy[1] && !once[1]) stage_dot_operand(bv, b_smem, 0, /*panels=*/true, b_kmajor);
+  const bool b_kmajor = wgmma_b_kmajor(bv);
+  auto [a_smem, b_smem] = fill_dot_buffers(op, /*wgmma=*/true);
   llvm::Type* void_ty = b_.getVoidTy();
-  const bool copies = next_copy[0] || next_copy[1];
-  if (copies)
-    inline_ptx(fmt::format("cp.async.wait_group {};", groups * (depth - 1) + earlier), "~{memory}", void_ty, {},
-               /*side_effects=*/true);
-  inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
-  barrier();
-  if (copies) {
-    // Buffer (i + depth) mod buffers.
-    llvm::Value* ahead = b_.CreateAdd(stage, b_.getInt32(static_cast<uint32_t>(depth)));
-    llvm::Value* wraps = b_.CreateICmpUGE(ahead, b_.getInt32(static_cast<uint32_t>(buffers)));
-    llvm::Value* next_stage =
-        b_.CreateSelect(wraps, b_.CreateSub(ahead, b_.getInt32(static_cast<uint32_t>(buffers))), ahead);
-    for (int x = 0; x < 2; ++x)
-      if (next_copy[x]) copy_to_shared(*next_copy[x], wgmma_operand_at(op, x, next_stage), x == 1 && b_kmajor);
-    inline_ptx("cp.async.commit_group;", "~{memory}", void_ty, {}, /*side_effects=*/true);
-  }
 
   llvm::Type* i64 = b_.getInt64Ty();
   llvm::Type* f32 = b_.getFloatTy();
@@ -453,8 +465,12 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   return all;
 }
 
+bool Lowering::wgmma_dot(const ir::Op& dot) const {
+  const auto* l = dynamic_cast<const passes::MmaLayout*>(dot.result()->type.layout());
+  return l && has_wgmma(opts_.arch) && passes::wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l);
+}
+
 void Lowering::find_direct_copies() {
-  if (!has_wgmma(opts_.arch)) return;
   ir::walk(f_.body, [&](const ir::Op* op) {
     if (op->kind != ir::OpKind::Dot) return;
     passes::DirectCopies d = passes::direct_copies(*op);
@@ -463,9 +479,9 @@ void Lowering::find_direct_copies() {
       if (std::any_of(d.first[x].begin(), d.first[x].end(), [&](const ir::Op* l) { return vector_width(*l) < 2; }))
         continue;
       // copy_to_shared's runs go along the lines of the operand in shared memory: a's rows, b's
-      // rows (N-major) or columns (K-major, wgmma_b_kmajor).
+      // rows (N-major) or, on wgmma, columns (K-major, wgmma_b_kmajor).
       const auto* l = dynamic_cast<const passes::BlockedLayout*>(layout(d.next[x]->operands[0]));
-      const int along = x == 1 && wgmma_b_kmajor(op->operands[1]) ? 0 : 1;
+      const int along = x == 1 && wgmma_dot(*op) && wgmma_b_kmajor(op->operands[1]) ? 0 : 1;
       if (!l || l->order()[0] != along) continue;
       direct_loads_[d.next[x]] = {op, x, -1};
       for (size_t j = 0; j < d.first[x].size(); ++j) direct_loads_[d.first[x][j]] = {op, x, static_cast<int>(j)};
@@ -473,14 +489,14 @@ void Lowering::find_direct_copies() {
   });
 }
 
-llvm::Value* Lowering::wgmma_operand_at(const ir::Op& dot, int x, llvm::Value* stage) {
-  const passes::WgmmaSmem place = passes::wgmma_smem(dot);
+llvm::Value* Lowering::dot_operand_at(const ir::Op& dot, int x, llvm::Value* stage) {
+  const passes::DotSmem place = passes::dot_smem(dot, has_wgmma(opts_.arch));
   llvm::Value* at = b_.CreateAdd(b_.CreatePtrToInt(smem_, b_.getInt32Ty()),
                                  b_.getInt32(static_cast<uint32_t>(dot.attr_int("smem_offset") + place.at[x])));
   return b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(place.stride[x]))));
 }
 
-void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed) {
+void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed, bool panels) {
   const ir::Value* res = load.result();
   const Shape& shape = res->type.shape();
   const size_t along = transposed ? 0 : 1;  // the dimension runs go along (vector_width's)
@@ -493,8 +509,7 @@ void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transpos
   const std::string text =
       fmt::format("cp.async.{}.shared.global [$0], [$1], {}, $2;", bytes == 16 ? "cg" : "ca", bytes);
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
-    llvm::Value* offset =
-        dot_operand_offset(idx[r][1 - along], idx[r][along], shape[1 - along], shape[along], /*panels=*/true);
+    llvm::Value* offset = dot_operand_offset(idx[r][1 - along], idx[r][along], shape[1 - along], shape[along], panels);
     llvm::Value* size = mask ? b_.CreateSelect((*mask)[r], b_.getInt32(static_cast<uint32_t>(bytes)), b_.getInt32(0))
                              : b_.getInt32(static_cast<uint32_t>(bytes));
     inline_ptx(text, "r,l,r,~{memory}", b_.getVoidTy(),
@@ -506,8 +521,9 @@ void Lowering::lower_direct_load(const ir::Op& load) {
   const auto& [dot, x, buffer] = direct_loads_.at(&load);
   if (buffer < 0) return;  // the tile of an iteration ahead: its dot copies it
   barrier();               // earlier users of the buffer's bytes are done
-  copy_to_shared(load, wgmma_operand_at(*dot, x, b_.getInt32(static_cast<uint32_t>(buffer))),
-                 x == 1 && wgmma_b_kmajor(dot->operands[1]));
+  const bool wgmma = wgmma_dot(*dot);
+  copy_to_shared(load, dot_operand_at(*dot, x, b_.getInt32(static_cast<uint32_t>(buffer))),
+                 wgmma && x == 1 && wgmma_b_kmajor(dot->operands[1]), /*panels=*/wgmma);
   inline_ptx("cp.async.commit_group;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
 }
 

@@ -8,6 +8,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -202,12 +203,18 @@ class Lowering {
   // Fills direct_loads_: the loads passes::direct_copies names whose accesses cp.async can make
   // (4 bytes or more each).
   void find_direct_copies();
-  // cp.async copies of `load`'s tile into the dot operand layout (panels) at shared address
-  // `at` (32-bit), masked-off elements zero-filled; the caller commits the group.
-  void copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed);
-  // The 32-bit shared address of operand `x` (0: a, 1: b) of the wgmma dot `dot` in its buffer
-  // number `stage`.
-  llvm::Value* wgmma_operand_at(const ir::Op& dot, int x, llvm::Value* stage);
+  // cp.async copies of `load`'s tile into the dot operand layout (wgmma's panels or mma.sync's
+  // row-major array) at shared address `at` (32-bit), masked-off elements zero-filled; the
+  // caller commits the group.
+  void copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed, bool panels);
+  // The 32-bit shared address of operand `x` (0: a, 1: b) of the tensor-core dot `dot` in its
+  // buffer number `stage`.
+  llvm::Value* dot_operand_at(const ir::Op& dot, int x, llvm::Value* stage);
+  // Whether `dot` runs on wgmma (sm_90a, and wgmma takes it); other tensor-core dots run on mma.sync.
+  bool wgmma_dot(const ir::Op& dot) const;
+  // Fills a tensor-core dot's shared buffers for this iteration (DotToLLVM.cpp); returns where
+  // a and b start.
+  std::array<llvm::Value*, 2> fill_dot_buffers(const ir::Op& op, bool wgmma);
   // A load in direct_loads_: those before the loop copy the first tiles into buffers 0, 1, ...
   // here; the one in the loop is copied by its dot (lower_dot_wgmma). None has registers.
   void lower_direct_load(const ir::Op& load);
@@ -250,10 +257,10 @@ class Lowering {
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;
   std::unordered_map<const ir::Value*, Regs> vals_;
-  // For each loop being lowered whose body has wgmma dots with several buffers: the
-  // iteration's number mod each such count (passes::wgmma_buffers), which picks a dot's buffer.
+  // For each loop being lowered whose body has tensor-core dots with several buffers: the
+  // iteration's number mod each such count (passes::dot_buffers), which picks a dot's buffer.
   // Innermost last.
-  std::vector<std::map<int, llvm::Value*>> wgmma_stage_;
+  std::vector<std::map<int, llvm::Value*>> dot_stage_;
   // Loads copied by cp.async into a dot's shared buffers: the dot, the operand (0 or 1), and for
   // a load before the loop the buffer it fills (its iteration), for the one in the body -1.
   struct DirectLoad {

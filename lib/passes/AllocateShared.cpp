@@ -110,15 +110,15 @@ void allocate_shared(ir::Function& f, bool wgmma) {
     mut->attrs.erase("smem_bytes");
     if (int64_t bytes = scratch_bytes(*op)) buffers.push_back({mut, round_up(bytes), n, n, alignment(*op)});
   });
-  // A wgmma dot that cycles through several buffers, or has an operand staged once before its
-  // loop, keeps its buffers from the loop's start (or the load that fills the first one) to its
-  // end.
+  // A tensor-core dot that cycles through several buffers, or (on sm_90a) has an operand staged
+  // once before its loop, keeps its buffers from the loop's start (or the load that fills the
+  // first one) to its end.
   for (Buffer& b : buffers) {
-    if (!wgmma || b.op->kind != OpKind::Dot) continue;
-    const int count = wgmma_buffers(*b.op);
-    if (count == 1 && !wgmma_stage_once(*b.op, 0) && !wgmma_stage_once(*b.op, 1)) continue;
+    if (b.op->kind != OpKind::Dot) continue;
+    const int count = dot_buffers(*b.op, wgmma);
+    if (count == 1 && !(wgmma && (wgmma_stage_once(*b.op, 0) || wgmma_stage_once(*b.op, 1)))) continue;
     const Op* loop = b.op->parent->parent;
-    b.bytes = round_up(wgmma_smem(*b.op).bytes);
+    b.bytes = round_up(dot_smem(*b.op, wgmma).bytes);
     b.first = position[loop];
     for (const auto& firsts : direct_copies(*b.op).first)
       for (const Op* first : firsts) b.first = std::min(b.first, position[first]);

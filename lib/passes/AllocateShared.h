@@ -10,11 +10,10 @@ namespace tiledsl::passes {
 // that cannot stay in registers; dot, which stages a and b in their element type; reductions
 // across warps; scans; atomics, whose result may be shared with threads holding replicas),
 // gives each buffer a live range (a buffer is scratch for the one op that uses it, except a
-// dot whose wgmma runs on into the next iteration (`wgmma`: the target is sm_90a): its two
-// buffers live as long as its loop), and packs the buffers into one arena: buffers whose live
-// ranges do not overlap may share bytes, each starts at a multiple of 16 bytes (a dot's at a
-// multiple of 1024). Records `smem_offset` and `smem_bytes` on each such op and the arena's size as
-// `shared_bytes` on the function.
+// tensor-core dot in a loop that cycles through several buffers (dot_buffers, dot_smem;
+// `wgmma`: the target is sm_90a): they live as long as its loop), and packs the buffers into one arena: buffers whose
+// live ranges do not overlap may share bytes, each starts at a multiple of 16 bytes (a dot's at a multiple of 1024).
+// Records `smem_offset` and `smem_bytes` on each such op and the arena's size as `shared_bytes` on the function.
 //
 // lib/codegen places each buffer at its smem_offset in the kernel's dynamic shared memory
 // (checking that its lowering needs no more than smem_bytes) and the runtime launches with

@@ -248,6 +248,11 @@ int uses(const ir::Block& block, const ir::Value* v) {
   });
   return n;
 }
+// A tensor-core dot (its result in an mma layout), directly in a for loop's body.
+bool mma_in_loop(const ir::Op& dot) {
+  return dot.kind == ir::OpKind::Dot && dynamic_cast<const MmaLayout*>(dot.result()->type.layout()) && dot.parent &&
+         dot.parent->parent && dot.parent->parent->kind == ir::OpKind::For;
+}
 // A dot wgmma takes, directly in a for loop's body.
 bool wgmma_in_loop(const ir::Op& dot) {
   if (dot.kind != ir::OpKind::Dot) return false;
@@ -317,15 +322,15 @@ const ir::Op* wgmma_deferred_to(const ir::Op& dot) {
 
 bool wgmma_wait_deferred(const ir::Op& dot) { return wgmma_deferred_to(dot) != nullptr; }
 
-int wgmma_buffers(const ir::Op& dot) {
+int dot_buffers(const ir::Op& dot, bool wgmma) {
   DirectCopies d = direct_copies(dot);
-  if (wgmma_across_iterations(dot)) return std::max(1, d.depth) + 2;
+  if (wgmma && wgmma_across_iterations(dot)) return std::max(1, d.depth) + 2;
   return d.depth ? d.depth + 1 : 1;
 }
 
 DirectCopies direct_copies(const ir::Op& dot) {
   DirectCopies out;
-  if (!wgmma_in_loop(dot)) return out;
+  if (!mma_in_loop(dot)) return out;
   const ir::Block& body = *dot.parent;
   const ir::Op& loop = *body.parent;
   const ir::Op* yield = body.terminator();
@@ -378,13 +383,13 @@ bool wgmma_a_in_registers(const ir::Op& dot) {
          dot.operands[0]->type.layout() == dot.result()->type.layout() && !wgmma_across_iterations(dot);
 }
 
-WgmmaSmem wgmma_smem(const ir::Op& dot) {
+DotSmem dot_smem(const ir::Op& dot, bool wgmma) {
   const Shape &a = dot.operands[0]->type.shape(), &b = dot.operands[1]->type.shape();
-  const int64_t size[2] = {wgmma_a_in_registers(dot) ? 0 : a[0] * a[1] * 2, b[0] * b[1] * 2};  // 16-bit elements
-  const int count = wgmma_buffers(dot);
-  WgmmaSmem out;
+  const int64_t size[2] = {wgmma && wgmma_a_in_registers(dot) ? 0 : a[0] * a[1] * 2, b[0] * b[1] * 2};  // 16-bit
+  const int count = dot_buffers(dot, wgmma);
+  DotSmem out;
   for (int x = 0; x < 2; ++x) {
-    const bool once = wgmma_stage_once(dot, x);
+    const bool once = wgmma && wgmma_stage_once(dot, x);
     out.at[x] = out.bytes;
     out.stride[x] = once ? 0 : size[x];
     out.bytes += size[x] * (once ? 1 : count);

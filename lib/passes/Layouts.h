@@ -165,20 +165,20 @@ bool wgmma_wait_deferred(const ir::Op& dot);
 // The dot whose wait completes a wgmma_wait_deferred dot's MMAs of the previous iteration.
 const ir::Op* wgmma_deferred_to(const ir::Op& dot);
 
-// How many shared buffers a wgmma dot (on sm_90a) cycles through, one per iteration of its loop.
-// With direct_copies d iterations ahead: d + 2 for a dot that wgmma_across_iterations (its MMAs
-// of iteration i may still read buffer i - 1 while the copies for i + d land in another), d + 1
-// for another dot (the copies for i + d land while the MMAs of i read). Without: 3 for a dot that
-// wgmma_across_iterations (iteration i stages its operands while the MMAs of i - 1 may still
-// read), 1 otherwise.
-int wgmma_buffers(const ir::Op& dot);
+// How many shared buffers a tensor-core dot cycles through, one per iteration of its loop
+// (`wgmma`: the target is sm_90a). With direct_copies d iterations ahead: d + 2 for a dot that
+// wgmma_across_iterations on sm_90a (its MMAs of iteration i may still read buffer i - 1 while
+// the copies for i + d land in another), d + 1 for another dot (the copies for i + d land while
+// iteration i reads). Without: 3 for a dot that wgmma_across_iterations (iteration i stages its
+// operands while the MMAs of i - 1 may still read), 1 otherwise.
+int dot_buffers(const ir::Op& dot, bool wgmma);
 
-// For a wgmma dot directly in a for loop's body, per operand (a, b): the loads whose values reach
-// it only through its loop, as prefetch-loads leaves them `depth` iterations ahead: `next` in the
-// body loads the tile of iteration i + depth, `first` before the loop the tiles of the first
-// `depth` iterations, in order; masked-off elements are zero. Code generation may copy them with
-// cp.async straight into the dot's shared buffers instead of through registers. Null (and no
-// firsts) where an operand comes some other way; both operands found have one depth.
+// For a tensor-core dot (mma.sync or wgmma) directly in a for loop's body, per operand (a, b):
+// the loads whose values reach it only through its loop, as prefetch-loads leaves them `depth` iterations ahead: `next`
+// in the body loads the tile of iteration i + depth, `first` before the loop the tiles of the first `depth` iterations,
+// in order; masked-off elements are zero. Code generation may copy them with cp.async straight into the dot's shared
+// buffers instead of through registers. Null (and no firsts) where an operand comes some other way; both operands found
+// have one depth.
 struct DirectCopies {
   const ir::Op* next[2] = {nullptr, nullptr};
   std::vector<const ir::Op*> first[2];
@@ -201,14 +201,15 @@ bool wgmma_stage_once(const ir::Op& dot, int x);
 // fragments, and the dot waits for its MMAs within its iteration (not wgmma_across_iterations).
 bool wgmma_a_in_registers(const ir::Op& dot);
 
-// Where a wgmma dot (on sm_90a) keeps its operands in its shared buffer: operand x (0: a, 1: b)
-// of buffer number s (wgmma_buffers) at byte at[x] + s * stride[x], `bytes` in all. a's copies
-// come first, then b's; an operand staged once (wgmma_stage_once) has one copy (stride 0), an a
-// read from registers (wgmma_a_in_registers) none. Every operand starts 1024-byte aligned.
-struct WgmmaSmem {
+// Where a tensor-core dot keeps its operands in its shared buffer (`wgmma`: the target is
+// sm_90a): operand x (0: a, 1: b) of buffer number s (dot_buffers) at byte at[x] + s * stride[x],
+// `bytes` in all. a's copies come first, then b's; on sm_90a an operand staged once
+// (wgmma_stage_once) has one copy (stride 0), an a read from registers (wgmma_a_in_registers)
+// none. Each operand starts 512-byte aligned, 1024 for wgmma's.
+struct DotSmem {
   int64_t at[2] = {0, 0}, stride[2] = {0, 0}, bytes = 0;
 };
-WgmmaSmem wgmma_smem(const ir::Op& dot);
+DotSmem dot_smem(const ir::Op& dot, bool wgmma);
 
 // The layout of a tile type as a DistributedLayout, or null when it has none.
 const DistributedLayout* layout_of(ir::Type t);

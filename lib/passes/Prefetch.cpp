@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "passes/AxisInfo.h"
 #include "passes/Layouts.h"
 
 namespace tiledsl::passes {
@@ -166,24 +167,32 @@ Value* load_clone(Cloner& c, Op* load, int ahead, Value* cond) {
 }
 
 // Whether `load` may be prefetched more than one iteration ahead: its tile goes, as it is, only
-// into dots that wgmma takes with `num_warps` warps, and its masked-off elements are zero. Code
-// generation then copies it with cp.async into the dot's shared buffers (direct_copies), so the
-// iterations in flight cost shared memory rather than registers.
-bool deep(const Block& body, const Op* load, int num_warps) {
-  if (!zero_filled_load(load)) return false;
+// into tensor-core dots (wgmma on sm_90a, mma.sync otherwise) as an operand whose lines in shared
+// memory (rows; b's columns when wgmma reads it K-major) run along the load's contiguous
+// dimension, at least 4 bytes at a time, and its masked-off elements are zero. Code generation
+// then copies it with cp.async into the dot's shared buffers (direct_copies), so the iterations
+// in flight cost shared memory rather than registers.
+bool deep(const Block& body, const Op* load, const PrefetchOptions& opts, const AxisInfoMap& info) {
+  if (!zero_filled_load(load) || load->result()->type.shape().size() != 2) return false;
+  const int fast = memory_fast_dim(*load, info);
+  if (memory_vector_width(*load, info, fast) < 2) return false;
   bool any = false;
   for (const auto& op : body.ops)
     for (size_t i = 0; i < op->operands.size(); ++i) {
       if (op->operands[i] != load->result()) continue;
       if (op->kind != OpKind::Dot || i > 1) return false;
-      const MmaLayout* l = mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps, false, true);
-      if (!l || !wgmma_takes(op->operands[0]->type, op->operands[1]->type, *l)) return false;
+      const Type a = op->operands[0]->type, b = op->operands[1]->type;
+      const MmaLayout* l = mma_layout_for(a, b, opts.num_warps, false, opts.wgmma);
+      if (!l) return false;
+      const bool kmajor_ok = opts.wgmma && wgmma_takes(a, b, *l) && i == 1;
+      if (fast != 1 && !(kmajor_ok && fast == 0)) return false;
       any = true;
     }
   return any;
 }
 
-void prefetch_loop(Op& loop, Block& parent, const PrefetchOptions& opts, std::vector<std::unique_ptr<Op>>& erased) {
+void prefetch_loop(Op& loop, Block& parent, const PrefetchOptions& opts, const AxisInfoMap& info,
+                   std::vector<std::unique_ptr<Op>>& erased) {
   Block& body = *loop.regions[0];
   auto [loads, first_dot] = loads_feeding_dots(body);
   // Layouts are assigned after this pass; a kernel that has them already is left alone.
@@ -200,7 +209,7 @@ void prefetch_loop(Op& loop, Block& parent, const PrefetchOptions& opts, std::ve
   // How far ahead: num_stages - 1 iterations when every chosen load can wait in shared memory,
   // else one (the loop carries the tiles in flight in registers).
   int distance = 1;
-  if (opts.wgmma && std::all_of(chosen.begin(), chosen.end(), [&](Op* l) { return deep(body, l, opts.num_warps); })) {
+  if (std::all_of(chosen.begin(), chosen.end(), [&](Op* l) { return deep(body, l, opts, info); })) {
     distance = std::max(1, opts.num_stages - 1);
     for (Op* l : chosen)
       for (Value* o : l->operands)
@@ -251,21 +260,24 @@ void prefetch_loop(Op& loop, Block& parent, const PrefetchOptions& opts, std::ve
   }
 }
 
-void visit(Block& b, const PrefetchOptions& opts, std::vector<std::unique_ptr<Op>>& erased) {
+void visit(Block& b, const PrefetchOptions& opts, const AxisInfoMap& info, std::vector<std::unique_ptr<Op>>& erased) {
   // Collect first: prefetching inserts ops into `b`.
   std::vector<Op*> loops;
   for (const auto& op : b.ops) {
-    for (const auto& r : op->regions) visit(*r, opts, erased);
+    for (const auto& r : op->regions) visit(*r, opts, info, erased);
     if (op->kind == OpKind::For) loops.push_back(op.get());
   }
-  for (Op* l : loops) prefetch_loop(*l, b, opts, erased);
+  for (Op* l : loops) prefetch_loop(*l, b, opts, info, erased);
 }
 }  // namespace
 
 void prefetch_loads(ir::Function& f, const PrefetchOptions& opts) {
   if (opts.num_stages < 2) return;
   std::vector<std::unique_ptr<Op>> erased;
-  visit(f.body, opts, erased);
+  // The loads' contiguity, computed once on the kernel as it comes: the loads rebuilt for other
+  // iterations reach the same addresses plus a multiple of the step.
+  const AxisInfoMap info = analyze_axes(f);
+  visit(f.body, opts, info, erased);
   f.number_values();
 }
 

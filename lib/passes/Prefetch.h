@@ -7,7 +7,7 @@ namespace tiledsl::passes {
 
 struct PrefetchOptions {
   int num_stages = 3;  // 2 or more: prefetch
-  bool wgmma = false;  // the target has warpgroup MMA (sm_90a)
+  bool wgmma = false;  // the target has warpgroup MMA (sm_90a): b may be copied K-major
   int num_warps = 4;
 };
 
@@ -21,9 +21,10 @@ struct PrefetchOptions {
 // then overlaps the dots of iterations k to k + d - 1. Values are unchanged: the same addresses
 // are read under the same masks, earlier.
 //
-// d is 1, or num_stages - 1 on a wgmma target when every load of the loop goes as it is only
-// into dots that wgmma takes and reads zeros where masked (code generation copies those with
-// cp.async into shared ring buffers: passes::direct_copies). Runs when num_stages is 2 or more.
+// d is num_stages - 1 when every load of the loop goes as it is only into tensor-core dots, along
+// the lines of their shared arrays, and reads zeros where masked (code generation copies those
+// with cp.async into shared ring buffers: passes::direct_copies), else 1 (the tiles in flight
+// are carried in registers). Runs when num_stages is 2 or more.
 void prefetch_loads(ir::Function& f, const PrefetchOptions& opts);
 
 }  // namespace tiledsl::passes
