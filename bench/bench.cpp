@@ -384,11 +384,12 @@ struct CuBlas {
   }
   void* handle = nullptr;
 
-  // Row-major C[m, n] (f32) = A[m, k] @ B[k, n] (bf16): column-major C^T = B^T A^T.
+  // Row-major C[m, n] (f32 or bf16, as c is) = A[m, k] @ B[k, n] (bf16), f32 accumulation:
+  // column-major C^T = B^T A^T.
   void gemm_bf16(const tl::Tensor& a, const tl::Tensor& b, tl::Tensor& c, int m, int n, int k) const {
     float alpha = 1, beta = 0;
     Status st = gemm_ex(handle, kOpN, kOpN, n, m, k, &alpha, b.data_ptr(), kR16BF, n, a.data_ptr(), kR16BF, k, &beta,
-                        c.data_ptr(), kR32F, n, kCompute32F, kGemmDefault);
+                        c.data_ptr(), c.dtype() == tl::DType::bf16 ? kR16BF : kR32F, n, kCompute32F, kGemmDefault);
     if (st != 0) throw tl::Error("cublasGemmEx failed with status " + std::to_string(st));
   }
 };
@@ -467,39 +468,47 @@ int sweep(const std::string& csv, bool matmul_only) {
                                                           {128, 256, 64, 8, 3},
                                                           {64, 256, 64, 4, 3},
                                                           {64, 256, 64, 4, 4}}};
-  for (int size = 512; blas && size <= 8192; size *= 2) {
-    const int m = size, n = size, k = size;
-    auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
-         c = tl::Tensor::empty({m, n}), c_ref = tl::Tensor::empty({m, n});
-    double best = 1e30;
-    std::string config;
-    for (auto [bm, bn, bk, warps, stages] : mm_configs) {
-      auto launch = [&] {
-        matmul::matmul_bf16[tl::cdiv(m, bm) * tl::cdiv(n, bn)].options({.num_warps = warps, .num_stages = stages})(
-            a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
-      };
-      try {
-        launch();
-      } catch (const tl::Error& e) {  // more shared memory than the GPU has, say
-        std::printf("  matmul config %dx%dx%d w%d s%d: %s\n", bm, bn, bk, warps, stages, e.what());
-        continue;
+  // C in f32 (every size) and in bf16 (the accumulator rounded as it is stored; 2048 and up).
+  for (int size = 512; blas && size <= 8192; size *= 2)
+    for (tl::DType out : {tl::DType::f32, tl::DType::bf16}) {
+      if (out == tl::DType::bf16 && size < 2048) continue;
+      const int m = size, n = size, k = size;
+      auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
+           c = tl::Tensor::empty({m, n}, out), c_ref = tl::Tensor::empty({m, n}, out);
+      const tl::Kernel& kernel = out == tl::DType::f32 ? matmul::matmul_bf16 : matmul::matmul_bf16_out;
+      double best = 1e30;
+      std::string config;
+      for (auto [bm, bn, bk, warps, stages] : mm_configs) {
+        auto launch = [&] {
+          kernel[tl::cdiv(m, bm) * tl::cdiv(n, bn)].options({.num_warps = warps, .num_stages = stages})(
+              a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
+        };
+        try {
+          launch();
+        } catch (const tl::Error& e) {  // more shared memory than the GPU has, say
+          std::printf("  matmul config %dx%dx%d w%d s%d: %s\n", bm, bn, bk, warps, stages, e.what());
+          continue;
+        }
+        if (double t = time_ms(launch); t < best)
+          std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages)};
       }
-      if (double t = time_ms(launch); t < best)
-        std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages)};
+      auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
+      ref();
+      // Sums in another order differ by about sqrt(k) f32 roundings of terms of size 1; a bf16 C
+      // may also round one ulp apart (2^-7 of the value).
+      auto got = c.to_double(), want = c_ref.to_double();
+      for (size_t i = 0; i < got.size(); i += 101) {
+        const double bound = 1e-2 * std::sqrt(static_cast<double>(k)) +
+                             (out == tl::DType::bf16 ? std::ldexp(std::fabs(want[i]), -7) : 0.0);
+        if (!(std::fabs(got[i] - want[i]) <= bound)) {
+          std::printf("sweep matmul %d: WRONG against cuBLAS (element %zu: %g, cuBLAS %g)\n", size, i, got[i], want[i]);
+          return 1;
+        }
+      }
+      const double flop = 2.0 * m * n * k;
+      add_point(out == tl::DType::f32 ? "matmul_bf16" : "matmul_bf16_out_bf16", size, "TFLOP/s", flop / best / 1e9,
+                config, "cuBLAS", flop / time_ms(ref) / 1e9);
     }
-    auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
-    ref();
-    auto got = c.to_host<float>(), want = c_ref.to_host<float>();
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); i += 101)
-      worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
-    if (!(worst < 1e-2 * std::sqrt(static_cast<double>(k)))) {
-      std::printf("sweep matmul %d: WRONG against cuBLAS (max difference %g)\n", size, worst);
-      return 1;
-    }
-    const double flop = 2.0 * m * n * k;
-    add_point("matmul_bf16", size, "TFLOP/s", flop / best / 1e9, config, "cuBLAS", flop / time_ms(ref) / 1e9);
-  }
   if (!csv.empty()) report.write_csv(csv);
   return 0;
 }

@@ -8,15 +8,18 @@
 
 #include <tiledsl/tiledsl.h>
 
+#include <type_traits>
+
 namespace matmul {
 namespace tl = tiledsl;
 
-template <class T>
+// T: the inputs' element type; Out: C's (the f32 accumulator is rounded to it as it is stored).
+template <class T, class Out = float>
 inline tl::Kernel make_matmul_kernel(const char* name) {
   return tl::kernel(name,
                     {"a", "b", "c", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
                      "stride_cn", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"},
-                    [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<float> c, tl::Int M, tl::Int N, tl::Int K, tl::Int stride_am,
+                    [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<Out> c, tl::Int M, tl::Int N, tl::Int K, tl::Int stride_am,
                        tl::Int stride_ak, tl::Int stride_bk, tl::Int stride_bn, tl::Int stride_cm, tl::Int stride_cn,
                        tl::Constexpr BLOCK_M, tl::Constexpr BLOCK_N, tl::Constexpr BLOCK_K, tl::Constexpr GROUP_M) {
                       // Grouped ordering: program ids run down GROUP_M block rows before moving one block column right.
@@ -47,11 +50,15 @@ inline tl::Kernel make_matmul_kernel(const char* name) {
                         b_ptrs += BLOCK_K * stride_bk;
                       });
                       auto c_ptrs = c + offs_m(tl::_, tl::newaxis) * stride_cm + offs_n(tl::newaxis, tl::_) * stride_cn;
-                      tl::store(c_ptrs, acc, mask_m & mask_n);
+                      if constexpr (std::is_same_v<Out, float>)
+                        tl::store(c_ptrs, acc, mask_m & mask_n);
+                      else
+                        tl::store(c_ptrs, acc.to<Out>(), mask_m & mask_n);
                     });
 }
 
 inline const tl::Kernel matmul_f32 = make_matmul_kernel<float>("matmul_f32");
 inline const tl::Kernel matmul_bf16 = make_matmul_kernel<tl::bf16>("matmul_bf16");
+inline const tl::Kernel matmul_bf16_out = make_matmul_kernel<tl::bf16, tl::bf16>("matmul_bf16_out");
 
 }  // namespace matmul

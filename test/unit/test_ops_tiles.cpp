@@ -15,6 +15,7 @@
 #include <string>
 
 #include "attention_kernel.h"
+#include "matmul_kernel.h"
 #include "ops_util.h"
 #include "runtime/Interpreter.h"
 
@@ -190,6 +191,43 @@ TEST_CASE("tensor-core dots outside a loop, chained, and on a rescaled accumulat
   require_equal(host<float>(s_out), s);
   require_equal(host<float>(o_out), o);
   require_equal(host<float>(loop_out), acc);
+}
+
+// The matmul example's kernel with a bf16 C (the accumulator rounded as it is stored, straight
+// from the tensor cores' registers: the epilogue), on sizes that fill no block, with blocks for
+// wgmma (sm_90a), mma.sync and several pipeline depths. Small integers keep every f32 sum
+// exact, so C must be the exact product rounded to bf16 (to nearest even) everywhere.
+TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[interp]") {
+  const int M = 150, N = 200, K = 190;
+  std::mt19937 rng(977);
+  std::uniform_int_distribution<int> pick(-3, 3);
+  std::vector<float> a(M * K), b(K * N);
+  for (float& x : a) x = static_cast<float>(pick(rng));
+  for (float& x : b) x = static_cast<float>(pick(rng));
+  auto bf = [](const std::vector<float>& x, std::vector<int64_t> shape) {
+    std::vector<tl::bf16> h;
+    for (float e : x) h.push_back(tl::bf16(e));
+    return tensor<tl::bf16>(h, std::move(shape));
+  };
+  auto at = bf(a, {M, K}), bt = bf(b, {K, N});
+  std::vector<float> want(M * N, 0.0f);
+  for (int m = 0; m < M; ++m)
+    for (int k = 0; k < K; ++k)
+      for (int n = 0; n < N; ++n) want[m * N + n] += a[m * K + k] * b[k * N + n];
+  std::vector<float> rounded;
+  for (float x : want) rounded.push_back(static_cast<float>(tl::bf16(x)));
+  struct Config {
+    int bm, bn, bk, warps, stages;
+  };
+  for (Config c : {Config{128, 128, 64, 8, 3}, Config{64, 64, 32, 4, 2}, Config{64, 128, 64, 4, 4}}) {
+    INFO("blocks " << c.bm << "x" << c.bn << "x" << c.bk << ", " << c.warps << " warps, num_stages " << c.stages);
+    auto out = poison<tl::bf16>({M, N});
+    matmul::matmul_bf16_out[tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn)].options(
+        {.num_warps = c.warps, .num_stages = c.stages})(at, bt, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
+    std::vector<float> got;
+    for (tl::bf16 x : host<tl::bf16>(out)) got.push_back(static_cast<float>(x));
+    require_equal(got, rounded);
+  }
 }
 
 // The attention example's kernel with the blocks tiledsl-bench finds fastest on the H200 (128
