@@ -233,11 +233,6 @@ class Assigner {
       case OpKind::Load: {
         if (!is_tile(op.operands[0])) return;
         Layout a = anchor(op);
-        // A tensor-core result (a dot's accumulator, or a value computed elementwise from one,
-        // cast or scaled) is stored from the registers that hold it, in pairs of consecutive
-        // columns, rather than converted through shared memory first (the epilogue).
-        if (op.kind == OpKind::Store && op.operands.size() > 1)
-          if (Layout v = known(op.operands[1]); v && dynamic_cast<const MmaLayout*>(v)) a = v;
         for (size_t i = 0; i < op.operands.size(); ++i) want(&op, i, a);
         return;
       }
