@@ -19,7 +19,10 @@ double check(const tl::Kernel& kernel, tl::DType dtype, uint64_t seed) {
                static_cast<int>(c.stride(1)), 32, 64, 32, 4);
 
   // The reference uses the same (already rounded) inputs, in double. An f32 sum of k products is
-  // off by at most about k * 2^-24 times the sum of their magnitudes; measure the error in those units.
+  // off by at most about k * 2^-24 times the sum of their magnitudes; f32 inputs are first rounded
+  // to tf32 (tl::dot's default input_precision, as Triton's), which moves each product by up to
+  // 2^-10 of itself. Measure the error in units of that bound.
+  const double input_rounding = dtype == tl::DType::f32 ? 0x1p-10 : 0.0;
   auto as = a.to_double(), bs = b.to_double(), got = c.to_double();
   double worst = 0;
   for (int i = 0; i < m; ++i)
@@ -29,7 +32,7 @@ double check(const tl::Kernel& kernel, tl::DType dtype, uint64_t seed) {
         s += as[i * k + p] * bs[p * n + j];
         mag += std::fabs(as[i * k + p] * bs[p * n + j]);
       }
-      double e = std::fabs(got[i * n + j] - s) / (mag * k * 0x1p-24);
+      double e = std::fabs(got[i * n + j] - s) / (mag * (k * 0x1p-24 + input_rounding));
       worst = std::isnan(e) ? INFINITY : std::max(worst, e);
     }
   return worst;
@@ -38,7 +41,8 @@ double check(const tl::Kernel& kernel, tl::DType dtype, uint64_t seed) {
 int main() {
   return example::run("matmul", [] {
     double err = std::max(check(matmul_f32, tl::DType::f32, 1), check(matmul_bf16, tl::DType::bf16, 3));
-    // Rounding errors of a long f32 sum grow like sqrt(k) in practice, far below the bound of 1.
-    return example::report("matmul", err, 0.1);
+    // Rounding errors add up like sqrt(k) in practice, well below the bound of 1 (about 0.2 at
+    // worst here for the tf32 inputs, 0.05 for bf16).
+    return example::report("matmul", err, 0.5);
   });
 }

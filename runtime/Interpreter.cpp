@@ -610,12 +610,31 @@ void Program::exec_dot(const Op& op, RVal& out) {
   const auto& sb = op.operands[1]->type.shape();
   size_t M = static_cast<size_t>(sa[0]), K = static_cast<size_t>(sa[1]), N = static_cast<size_t>(sb[1]);
   // Inputs are exact in f32 (f16/bf16 products are exact too); accumulate with f32 fma in k order.
+  // f32 inputs first go through the dot's input_precision (ir::round_to_tf32): tf32 rounds them;
+  // tf32x3 splits each into a high and a low tf32 part and adds, per k, lo*hi, hi*lo, then hi*hi.
   std::vector<float> fa(a.f.begin(), a.f.end()), fb(b.f.begin(), b.f.end());
+  const std::string precision = op.attrs.count("input_precision") ? op.attr_str("input_precision") : "ieee";
+  std::vector<float> la, lb;  // tf32x3's low parts
+  if (precision != "ieee") {
+    for (float& x : fa) x = ir::round_to_tf32(x);
+    for (float& x : fb) x = ir::round_to_tf32(x);
+  }
+  if (precision == "tf32x3") {
+    for (size_t i = 0; i < fa.size(); ++i) la.push_back(ir::round_to_tf32(static_cast<float>(a.f[i]) - fa[i]));
+    for (size_t i = 0; i < fb.size(); ++i) lb.push_back(ir::round_to_tf32(static_cast<float>(b.f[i]) - fb[i]));
+  }
   out.f.resize(M * N);
   for (size_t m = 0; m < M; ++m)
     for (size_t n = 0; n < N; ++n) {
       float s = static_cast<float>(acc.f[m * N + n]);
-      for (size_t k = 0; k < K; ++k) s = std::fma(fa[m * K + k], fb[k * N + n], s);
+      for (size_t k = 0; k < K; ++k) {
+        const size_t i = m * K + k, j = k * N + n;
+        if (!la.empty()) {
+          s = std::fma(la[i], fb[j], s);
+          s = std::fma(fa[i], lb[j], s);
+        }
+        s = std::fma(fa[i], fb[j], s);
+      }
       out.f[m * N + n] = s;
     }
 }

@@ -259,7 +259,8 @@ V load(V p, V mask, V other, const SourceLoc& loc);
 void store(V p, V v, V mask, const SourceLoc& loc);
 V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc);
 V atomic_cas(V p, V cmp, V v, const SourceLoc& loc);
-V dot(V a, V b, V acc, const SourceLoc& loc);
+// `input_precision`: "ieee", "tf32", "tf32x3", or empty for the default (tf32 on f32 inputs).
+V dot(V a, V b, V acc, const SourceLoc& loc, const char* input_precision = "");
 using Combine = std::function<std::vector<V>(std::span<V const> lhs, std::span<V const> rhs)>;
 std::vector<V> reduce(const std::vector<V>& in, int axis, const Combine& combine, const SourceLoc& loc,
                       const char* name);
@@ -741,6 +742,18 @@ void store(const BlockPtr<T>& bp, const Tile<U>& value, const std::vector<int>& 
 }
 
 // --- Dot, reductions, scans -----------------------------------------------------------------
+// How a dot of f32 inputs multiplies (Triton's input_precision): ieee, exact products; tf32, each
+// input first rounded to tf32 (10 mantissa bits, to nearest, ties away); tf32x3, each input split
+// into a tf32 part and the tf32 rounding of the rest, and the three larger partial products
+// summed (close to ieee on tensor cores). The default for f32 inputs is tf32, as Triton's.
+// f16 and bf16 inputs are exact in tf32: the choice changes nothing for them.
+enum class InputPrecision { ieee, tf32, tf32x3 };
+namespace detail {
+inline const char* precision_name(InputPrecision p) {
+  return p == InputPrecision::ieee ? "ieee" : p == InputPrecision::tf32 ? "tf32" : "tf32x3";
+}
+}  // namespace detail
+
 // a [M, K] @ b [K, N] with f32 accumulation; f16, bf16 or f32 inputs of one dtype.
 template <class T>
 Tile<float> dot(const Tile<T>& a, const Tile<T>& b, TILEDSL_LOC) {
@@ -753,6 +766,19 @@ Tile<float> dot(const Tile<T>& a, const Tile<T>& b, const Tile<float>& acc, TILE
   static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
                 "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
   return Tile<float>(detail::dot(a.value(), b.value(), acc.value(), loc));
+}
+template <class T>
+Tile<float> dot(const Tile<T>& a, const Tile<T>& b, InputPrecision input_precision, TILEDSL_LOC) {
+  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
+                "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
+  return Tile<float>(detail::dot(a.value(), b.value(), nullptr, loc, detail::precision_name(input_precision)));
+}
+template <class T>
+Tile<float> dot(const Tile<T>& a, const Tile<T>& b, const Tile<float>& acc, InputPrecision input_precision,
+                TILEDSL_LOC) {
+  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
+                "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
+  return Tile<float>(detail::dot(a.value(), b.value(), acc.value(), loc, detail::precision_name(input_precision)));
 }
 
 // Inputs of two element types: a readable error instead of a failed template deduction.

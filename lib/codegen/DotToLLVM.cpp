@@ -50,14 +50,39 @@ Regs Lowering::lower_dot(const ir::Op& op) {
     sums.push_back(b_.CreatePHI(f32, 2));
     sums.back()->addIncoming(v, entry);
   }
-  std::map<int64_t, llvm::Value*> av, bvals;
+  // f32 inputs go through the dot's input_precision as the interpreter's (Interpreter.cpp):
+  // tf32 rounds each to tf32 (ir::round_to_tf32: the bits plus 2^12, the low 13 cleared, except
+  // infinities and NaN); tf32x3 also keeps the tf32 rounding of the rest and adds, per k, lo*hi,
+  // hi*lo, then hi*hi.
+  const std::string precision = op.attrs.count("input_precision") ? op.attr_str("input_precision") : "ieee";
+  auto tf32 = [&](llvm::Value* x) {
+    llvm::Value* bits = b_.CreateBitCast(x, b_.getInt32Ty());
+    llvm::Value* special = b_.CreateICmpEQ(b_.CreateAnd(bits, 0x7f800000u), b_.getInt32(0x7f800000u));
+    llvm::Value* rounded = b_.CreateAnd(b_.CreateAdd(bits, b_.getInt32(0x1000u)), b_.getInt32(0xffffe000u));
+    return b_.CreateBitCast(b_.CreateSelect(special, bits, rounded), f32);
+  };
+  // Per input element: the high part (the input, or its tf32 rounding) and tf32x3's low part.
+  auto parts = [&](llvm::Value* x) -> std::pair<llvm::Value*, llvm::Value*> {
+    if (precision == "ieee") return {x, nullptr};
+    llvm::Value* hi = tf32(x);
+    return {hi, precision == "tf32x3" ? tf32(b_.CreateFSub(x, hi)) : nullptr};
+  };
+  std::map<int64_t, std::pair<llvm::Value*, llvm::Value*>> av, bvals;
   for (auto& [key, row_base] : rows)
-    av[key] = b_.CreateFPExt(b_.CreateLoad(et, b_.CreateGEP(et, smem, b_.CreateAdd(row_base, k))), f32);
+    av[key] = parts(b_.CreateFPExt(b_.CreateLoad(et, b_.CreateGEP(et, smem, b_.CreateAdd(row_base, k))), f32));
   llvm::Value* k_row = b_.CreateMul(k, b_.getInt32(static_cast<uint32_t>(N)));
   for (auto& [key, n] : cols)
-    bvals[key] = b_.CreateFPExt(b_.CreateLoad(et, b_.CreateGEP(et, b_base, b_.CreateAdd(n, k_row))), f32);
-  for (size_t r = 0; r < out.size(); ++r)
-    out[r] = intrinsic(llvm::Intrinsic::fma, {av[rc[r].first], bvals[rc[r].second], sums[r]}, {f32});
+    bvals[key] = parts(b_.CreateFPExt(b_.CreateLoad(et, b_.CreateGEP(et, b_base, b_.CreateAdd(n, k_row))), f32));
+  for (size_t r = 0; r < out.size(); ++r) {
+    const auto& [a_hi, a_lo] = av[rc[r].first];
+    const auto& [b_hi, b_lo] = bvals[rc[r].second];
+    llvm::Value* s = sums[r];
+    if (a_lo) {
+      s = intrinsic(llvm::Intrinsic::fma, {a_lo, b_hi, s}, {f32});
+      s = intrinsic(llvm::Intrinsic::fma, {a_hi, b_lo, s}, {f32});
+    }
+    out[r] = intrinsic(llvm::Intrinsic::fma, {a_hi, b_hi, s}, {f32});
+  }
   llvm::Value* next = b_.CreateAdd(k, b_.getInt32(1));
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   k->addIncoming(next, latch);

@@ -207,7 +207,9 @@ V load(V p, V mask, V other, const SourceLoc& loc) { return B.load(p, mask, othe
 void store(V p, V v, V mask, const SourceLoc& loc) { B.store(p, v, mask, L); }
 V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc) { return B.atomic_rmw(kind, p, v, mask, L); }
 V atomic_cas(V p, V cmp, V v, const SourceLoc& loc) { return B.atomic_cas(p, cmp, v, L); }
-V dot(V a, V b, V acc, const SourceLoc& loc) { return B.dot(a, b, acc, L); }
+V dot(V a, V b, V acc, const SourceLoc& loc, const char* input_precision) {
+  return B.dot(a, b, acc, L, input_precision);
+}
 V multiple_of(V v, const std::vector<int64_t>& values, const SourceLoc& loc) {
   return B.hint(OpKind::MultipleOf, v, values, L);
 }

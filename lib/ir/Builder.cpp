@@ -353,7 +353,7 @@ Value* Builder::atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc
   return make(OpKind::AtomicCAS, {ptr, cmp, v}, ptr->type.with_element(ptr->type.pointee()), {}, loc);
 }
 
-Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc) {
+Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc, const std::string& input_precision) {
   const auto &sa = shape_of(a), &sb = shape_of(b);
   if (sa.size() != 2 || sb.size() != 2)
     fail(loc, "dot", fmt::format("operands must be 2-D tiles, got {} and {}", ty(a), ty(b)));
@@ -371,7 +371,11 @@ Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc) {
   if (!acc) acc = full(out, constant(0.0, DType::f32, loc), loc, "dot");
   if (acc->type != result)
     fail(loc, "dot", fmt::format("accumulator must be {} (f32, shape [M, N]), got {}", result.str(), ty(acc)));
-  return make(OpKind::Dot, {a, b, acc}, result, {}, loc);
+  Attrs attrs;
+  if (!input_precision.empty() && input_precision != "ieee" && input_precision != "tf32" && input_precision != "tf32x3")
+    fail(loc, "dot", fmt::format("input_precision must be ieee, tf32 or tf32x3, got '{}'", input_precision));
+  if (ta == DType::f32) attrs["input_precision"] = input_precision.empty() ? std::string("tf32") : input_precision;
+  return make(OpKind::Dot, {a, b, acc}, result, attrs, loc);
 }
 
 namespace {

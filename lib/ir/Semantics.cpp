@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace tiledsl::ir {
 
@@ -168,6 +169,15 @@ double int_to_float(DType from, int64_t v, DType to) {
   if (shift && (m & ((uint64_t{1} << shift) - 1))) top |= 1;  // sticky bit: round to odd
   double d = std::ldexp(static_cast<double>(top), shift);
   return round_to(to, neg ? -d : d);
+}
+
+float round_to_tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return x;
+  bits = (bits + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
 }
 
 }  // namespace tiledsl::ir

@@ -26,5 +26,10 @@ bool compare_floats(const std::string& pred, double a, double b);
 // becomes 0), float to bool is x != 0, integer to float rounds once to nearest even.
 int64_t float_to_int(DType to, double x);
 double int_to_float(DType from, int64_t x, DType to);
+// An f32 rounded to tf32 (10 mantissa bits) to nearest, ties away from zero, as the GPU's
+// cvt.rna.tf32.f32: the bits plus 2^12, the low 13 cleared (a carry may reach the exponent, up to
+// infinity); infinities and NaN unchanged. What dot's input_precision tf32 and tf32x3 apply to
+// f32 inputs.
+float round_to_tf32(float x);
 
 }  // namespace tiledsl::ir

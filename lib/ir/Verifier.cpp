@@ -362,6 +362,8 @@ class Verifier {
         rule(a.size() == 2 && b.size() == 2 && a[1] == b[0] && ty(2) == res(0) && res(0).dtype() == DType::f32 &&
                  is_number(res(0)) && res(0).shape() == std::vector<int64_t>{a[0], b[1]},
              "shapes must be [M, K] x [K, N] + [M, N] with an f32 accumulator");
+        rule(!o.attrs.count("input_precision") || ty(0).dtype() == DType::f32,
+             "input_precision applies to f32 operands only");
         break;
       }
       case OpKind::Reduce:

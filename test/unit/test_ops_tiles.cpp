@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -26,14 +27,33 @@ using tl::_;
 using tl::newaxis;
 
 // f32 fma in k order, from `init`: tl::dot in the interpreter and on the FMA path (f32 inputs,
-// and 16-bit blocks too small for the tensor cores), bit for bit.
+// and 16-bit blocks too small for the tensor cores), bit for bit. The inputs first go through
+// `precision` (the dot's input_precision; tf32 is the default on f32 inputs and changes nothing
+// for 16-bit ones): tf32 rounds them (to nearest, ties away, 10 mantissa bits); tf32x3 also keeps
+// the tf32 rounding of the rest and adds, per k, lo*hi, hi*lo, then hi*hi (docs/language.md).
+float tf32(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
 template <class T>
 std::vector<float> dot_ref(const std::vector<H<T>>& a, const std::vector<H<T>>& b, std::vector<float> c, int M, int N,
-                           int K) {
+                           int K, const std::string& precision = "tf32") {
+  auto split = [&](float x) {
+    float hi = precision == "ieee" ? x : tf32(x);
+    return std::pair{hi, precision == "tf32x3" ? tf32(x - hi) : 0.0f};
+  };
   for (int m = 0; m < M; ++m)
     for (int n = 0; n < N; ++n) {
       float s = c[m * N + n];
-      for (int k = 0; k < K; ++k) s = std::fma(static_cast<float>(a[m * K + k]), static_cast<float>(b[k * N + n]), s);
+      for (int k = 0; k < K; ++k) {
+        auto [a_hi, a_lo] = split(static_cast<float>(a[m * K + k]));
+        auto [b_hi, b_lo] = split(static_cast<float>(b[k * N + n]));
+        if (precision == "tf32x3") s = std::fma(a_hi, b_lo, std::fma(a_lo, b_hi, s));
+        s = std::fma(a_hi, b_hi, s);
+      }
       c[m * N + n] = s;
     }
   return c;
@@ -70,6 +90,48 @@ TEMPLATE_TEST_CASE("dot equals f32 fma in k order, through a masked K loop", "[i
   matmul_kernel<T>()[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](tensor<T>(a, {M, K}), tensor<T>(b, {K, N}), c, M, N, K,
                                                                  16, 16, 16);
   require_equal(host<float>(c), dot_ref<T>(a, b, std::vector<float>(M * N, 0.0f), M, N, K));
+}
+
+// input_precision on f32 inputs whose low mantissa bits are set: each precision gives exactly
+// its reference (the interpreter's and the FMA path's k-order sum); ieee and tf32 differ; tf32x3
+// is within a few ulps per product of the exact sum, and the default is tf32.
+TEST_CASE("dot's input_precision: ieee, tf32 and tf32x3 on f32 inputs", "[interp]") {
+  auto k = tl::kernel("precisions", {"a", "b", "ieee", "tf32", "tf32x3", "plain"},
+                      [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> o1, tl::Ptr<float> o2, tl::Ptr<float> o3,
+                         tl::Ptr<float> o4) {
+                        auto r32 = tl::arange(0, 32), r16 = tl::arange(0, 16);
+                        auto x = tl::load(a + r32(_, newaxis) * 16 + r16(newaxis, _));  // [32, 16]
+                        auto y = tl::load(b + r16(_, newaxis) * 32 + r32(newaxis, _));  // [16, 32]
+                        auto offs = r32(_, newaxis) * 32 + r32(newaxis, _);
+                        tl::store(o1 + offs, tl::dot(x, y, tl::InputPrecision::ieee));
+                        tl::store(o2 + offs, tl::dot(x, y, tl::zeros<float>({32, 32}), tl::InputPrecision::tf32));
+                        tl::store(o3 + offs, tl::dot(x, y, tl::InputPrecision::tf32x3));
+                        tl::store(o4 + offs, tl::dot(x, y));
+                      });
+  auto a = uniform<float>(32 * 16, 441, -3, 3);
+  auto b = uniform<float>(16 * 32, 442, -3, 3);
+  std::vector<tl::Tensor> out;
+  for (int i = 0; i < 4; ++i) out.push_back(poison<float>({32, 32}));
+  k[tl::grid(1)](tensor<float>(a), tensor<float>(b), out[0], out[1], out[2], out[3]);
+  const std::vector<float> zero(32 * 32, 0.0f);
+  auto ieee = host<float>(out[0]), t32 = host<float>(out[1]), x3 = host<float>(out[2]);
+  require_equal(ieee, dot_ref<float>(a, b, zero, 32, 32, 16, "ieee"));
+  require_equal(t32, dot_ref<float>(a, b, zero, 32, 32, 16, "tf32"));
+  require_equal(x3, dot_ref<float>(a, b, zero, 32, 32, 16, "tf32x3"));
+  require_equal(host<float>(out[3]), t32);
+  CHECK(ieee != t32);
+  for (int m = 0; m < 32; ++m)
+    for (int n = 0; n < 32; ++n) {
+      double exact = 0, magnitude = 0;
+      for (int j = 0; j < 16; ++j) {
+        exact += static_cast<double>(a[m * 16 + j]) * b[j * 32 + n];
+        magnitude += std::fabs(static_cast<double>(a[m * 16 + j]) * b[j * 32 + n]);
+      }
+      // tf32x3 drops lo*lo (2^-22 of a product) and rounds the split parts: within 2^-19 of the
+      // magnitudes plus the f32 sum's own rounding; tf32 alone is off by up to 2^-10 of them.
+      CHECK(std::fabs(x3[m * 32 + n] - exact) <= (0x1p-19 + 3 * 16 * 0x1p-24) * magnitude);
+      CHECK(std::fabs(t32[m * 32 + n] - exact) <= (0x1p-10 + 3 * 16 * 0x1p-24) * magnitude);
+    }
 }
 
 // Within the bound of any f32 summation order: |got - exact| <= 2 K 2^-24 (|c| + sum_k |a b|),
