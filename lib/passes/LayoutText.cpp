@@ -5,9 +5,9 @@
 
 #include <cctype>
 #include <climits>
-#include <unordered_map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "ir/LayoutHooks.h"
 #include "ir/Verifier.h"
@@ -217,15 +217,14 @@ std::string fit_problem(const DistributedLayout* l, const Shape& shape, int& num
     if (!is_pow2(m->warps_m()) || !is_pow2(m->warps_n()) ||
         log2i(m->warps_m()) + log2i(m->warps_n()) > log2i(ir::kMaxNumWarps))
       return fmt::format("{}: warps must be powers of two, at most {} in all", m->str(), ir::kMaxNumWarps);
-    if (shape[0] % MmaLayout::kRows || shape[1] % MmaLayout::kCols)
-      return fmt::format("{}: the tile's shape must be a multiple of the 16x8 block", m->str());
+    // Any rank-2 shape: a smaller one wraps (assign-layouts puts the accumulator's layout on
+    // [1, N] and [M, 1] tiles that broadcast into it); only a dot needs whole blocks (below).
     warps = m->num_warps();
   } else {
     return fmt::format("unknown layout {}", l->str());
   }
   if (num_warps == 0) num_warps = warps;
-  if (warps != num_warps)
-    return fmt::format("{} has {} warps; the kernel has {}", l->str(), warps, num_warps);
+  if (warps != num_warps) return fmt::format("{} has {} warps; the kernel has {}", l->str(), warps, num_warps);
   return "";
 }
 

@@ -22,11 +22,11 @@ const ir::Layout* parse_layout(std::string_view text, size_t& used, std::string&
 // ir::LayoutHooks::problem. Each layout must fit its tile: the tile's rank; sizes powers of two;
 // 32 threads per warp; `num_warps` warps (product of wpc, or of an mma layout's warps); at most
 // kMaxSizePerThread elements per thread in a blocked layout's block; an order that permutes the
-// dimensions; a slice of a dimension its parent has; an mma layout on a rank-2 tile whose shape
-// is a multiple of 16 x 8. And the ops' own rules: a reduction's results are the slice of its
-// operands' layout along its axis, and a dot whose result has an mma layout has f16 or bf16
-// operands with M, N and K multiples of 16 * warps_m, 8 * warps_n and 16. (Rules that ask two
-// layouts to be equal are in ir/Verifier.cpp: layouts are interned, so equal means identical.)
+// dimensions; a slice of a dimension its parent has; an mma layout on a rank-2 tile (of any
+// shape: smaller tiles wrap, as [1, N] tiles that broadcast into an accumulator). And the ops' own rules: a reduction's
+// results are the slice of its operands' layout along its axis, and a dot whose result has an mma layout has f16 or
+// bf16 operands with M, N and K multiples of 16 * warps_m, 8 * warps_n and 16. (Rules that ask two layouts to be equal
+// are in ir/Verifier.cpp: layouts are interned, so equal means identical.)
 std::string layout_problem(const ir::Op& op, int& num_warps);
 
 // The most elements one thread holds of a blocked layout's block (the product of
