@@ -1,9 +1,10 @@
 // The layout syntax and the layout rules, which lib/ir reaches only through these hooks: the
 // layout classes live in lib/passes (passes/Layouts.h), which lib/ir must not depend on. The
 // passes library installs the hooks when it is linked in (passes/LayoutText.cpp: a static
-// initialiser in a file that passes/Pipeline.cpp uses, so every program that runs the passes
-// has them); without them, the parser rejects layouts in the text and the verifier has no
-// layout to check, since only the passes make layouts.
+// initialiser in a file that assign-layouts and the pipeline use, so every program that runs
+// them has the hooks); without them, the parser rejects layouts in the text and the verifier
+// checks only what it can without the layout classes (every tile has a layout or none does,
+// and the operands codegen reads in one layout have it).
 #pragma once
 
 #include <cstddef>
