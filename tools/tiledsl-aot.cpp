@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     usage("--name must be a C identifier ([A-Za-z_][A-Za-z0-9_]*), got '" + o.name + "'");
   try {
     auto f = ir::parse(read(o.input));
-    ir::verify(*f);
+    ir::verify(*f, o.num_warps);
     const std::string traced_name = f->name;
     if (o.name.empty()) o.name = traced_name;
     codegen::CompileOptions copts;

@@ -31,7 +31,9 @@ cl::opt<bool> axis_info("print-axis-info",
                         cl::cat(category));
 cl::opt<int, false, tools::NumWarpsParser> num_warps(
     "num-warps", cl::init(4), cl::value_desc("N"),
-    cl::desc("Warps per program for layouts and codegen: 1, 2, 4, 8, 16 or 32 (default 4)"), cl::cat(category));
+    cl::desc("Warps per program for layouts and codegen, and those the input's layouts must have: 1, 2, 4, 8, 16 "
+             "or 32 (default 4)"),
+    cl::cat(category));
 cl::opt<int, false, tools::NumStagesParser> num_stages(
     "num-stages", cl::init(3), cl::value_desc("N"),
     cl::desc("Pipelining stages for the passes and codegen (default 3; 1 turns prefetch-loads off)"),
@@ -79,7 +81,7 @@ int main(int argc, char** argv) {
   }
   try {
     auto f = ir::parse(text.str());
-    if (!no_verify) ir::verify(*f);
+    if (!no_verify) ir::verify(*f, num_warps);
     if (emit != Emit::ir) {
 #ifdef TILEDSL_ENABLE_CODEGEN
       codegen::CompileOptions opts;
@@ -103,7 +105,7 @@ int main(int argc, char** argv) {
     popts.wgmma = codegen::has_wgmma(arch);
     for (const auto* p : passes) {
       p->run(*f, popts);
-      ir::verify(*f);
+      ir::verify(*f, num_warps);
     }
     std::cout << (axis_info ? passes::print_axis_info(*f) : ir::print(*f, {!no_locations}));
   } catch (const std::exception& e) {

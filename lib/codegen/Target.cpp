@@ -146,7 +146,7 @@ void check_options(const CompileOptions& o) {
 
 Compiled compile(const ir::Function& traced, const CompileOptions& o) {
   check_options(o);
-  ir::verify(traced);
+  ir::verify(traced, o.num_warps);
   auto f = ir::parse(ir::print(traced));  // a print/parse round trip is an exact deep copy
   Compiled out;
   out.entry = traced.name;

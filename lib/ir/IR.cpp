@@ -3,6 +3,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "ir/LayoutHooks.h"
 #include "support/Error.h"
 
 namespace tiledsl::ir {
@@ -162,5 +163,15 @@ size_t Function::number_values() {
   num_values_ = next;
   return next;
 }
+
+namespace {
+LayoutHooks& hooks() {
+  static LayoutHooks h;  // a function's static: set by another file's static initialiser
+  return h;
+}
+}  // namespace
+
+const LayoutHooks& layout_hooks() { return hooks(); }
+void set_layout_hooks(const LayoutHooks& h) { hooks() = h; }
 
 }  // namespace tiledsl::ir

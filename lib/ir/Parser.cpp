@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "ir/Builder.h"
+#include "ir/LayoutHooks.h"
 #include "ir/Verifier.h"
 #include "tiledsl/error.h"
 
@@ -168,13 +169,26 @@ class Parser {
         ++pos_;
       }
       Type e = type();
-      if (peek() == ',') error("layouts cannot be parsed yet");
+      const Layout* layout = accept(',') ? this->layout() : nullptr;
       expect('>');
-      return Type::tile(shape, e);
+      return Type::tile(shape, e, layout);
     }
     DType d;
     if (!parse_dtype(n, d)) error_at_token(fmt::format("unknown type '{}'", n));
     return Type::scalar(d);
+  }
+
+  // The syntax belongs to the layout classes in lib/passes (ir/LayoutHooks.h).
+  const Layout* layout() {
+    skip_ws();
+    const auto parse = layout_hooks().parse;
+    if (!parse) error("layouts need the passes library (tiledsl_passes), which reads them");
+    size_t used = 0;
+    std::string problem;
+    const Layout* l = parse(t_.substr(pos_), used, problem);
+    if (!l) error_at(pos_ + used, problem);
+    pos_ += used;
+    return l;
   }
 
   Attr attr_value() {

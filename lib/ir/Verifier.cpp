@@ -8,6 +8,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "ir/LayoutHooks.h"
 #include "ir/Printer.h"
 #include "tiledsl/error.h"
 
@@ -84,7 +85,7 @@ bool attr_has_kind(const Attr& a, const AttrSpec& s) {
 
 class Verifier {
  public:
-  explicit Verifier(const Function& f) : f_(f) {}
+  Verifier(const Function& f, int num_warps) : f_(f), num_warps_(num_warps) {}
 
   void run() {
     if (!is_identifier(f_.name))
@@ -111,6 +112,11 @@ class Verifier {
     if (auto it = f_.attrs.find("shared_bytes"); it != f_.attrs.end())
       if (!std::holds_alternative<int64_t>(it->second) || std::get<int64_t>(it->second) < 0)
         fail_kernel("shared_bytes must be a non-negative integer");
+    walk(f_.body, [&](const Op* op) {
+      for (const auto& r : op->results) layouts_ = layouts_ || r->type.layout();
+      for (const auto& region : op->regions)
+        for (const auto& a : region->args) layouts_ = layouts_ || a->type.layout();
+    });
     block(f_.body, nullptr, 0);
   }
 
@@ -161,6 +167,7 @@ class Verifier {
       bool last = i + 1 == b.ops.size();
       if (o.kind == OpKind::Yield) expect(last && parent, o, "yield must end a region");
       check(o);
+      check_layouts(o);
       for (auto& r : o.regions) block(*r, &o, depth + 1);
       for (auto& r : o.results) {
         visible_.insert(r.get());
@@ -307,18 +314,21 @@ class Verifier {
       case OpKind::Bitcast:
         rule(is_number(ty(0)) && is_number(res(0)) && ty(0).shape() == res(0).shape(),
              "converts numbers, keeping the shape");
+        rule(ty(0).layout() == res(0).layout(), "converts numbers, keeping the layout");
         if (o.kind == OpKind::Bitcast)
           rule(bit_width(ty(0).dtype()) == bit_width(res(0).dtype()), "bitcast keeps the bit width");
         break;
       case OpKind::Cmp:
         rule(ty(0) == ty(1) && res(0).element() == Type::scalar(DType::i1) && res(0).shape() == ty(0).shape(),
              "compares two values of one type into booleans of their shape");
+        rule(res(0).layout() == ty(0).layout(), "the result has the operands' layout");
         no_fp8(ty(0));
         break;
       case OpKind::AddPtr:
         rule(is_ptr(ty(0)) && res(0) == ty(0) && ty(1).shape() == ty(0).shape() && is_number(ty(1)) &&
                  is_int(ty(1).dtype()) && ty(1).dtype() != DType::i1,
              "adds integer offsets of the same shape to pointers");
+        rule(ty(1).layout() == ty(0).layout(), "offsets must have the pointers' layout");
         break;
       case OpKind::Fma:
         rule(ty(0) == ty(1) && ty(1) == ty(2) && res(0) == ty(0) && is_number(ty(0)) && is_float(ty(0).dtype()),
@@ -328,6 +338,7 @@ class Verifier {
       case OpKind::Select:
         rule(is_bool(ty(0)) && ty(1) == ty(2) && res(0) == ty(1) && ty(0).shape() == ty(1).shape(),
              "selects between two values of one type with booleans of their shape");
+        rule(ty(0).layout() == ty(1).layout(), "the booleans must have the values' layout");
         break;
       case OpKind::Load:
         rule(is_ptr(ty(0)) && res(0) == ty(0).with_element(ty(0).pointee()),
@@ -422,6 +433,25 @@ class Verifier {
     }
   }
 
+  // Every tile has a layout or none does (codegen needs them all, the interpreter none); the
+  // layout rules themselves are the layouts' own (ir/LayoutHooks.h).
+  void check_layouts(const Op& o) {
+    if (!layouts_) return;
+    auto missing = [&](Type t) { return t.is_tile() && !t.layout(); };
+    for (const auto& r : o.results)
+      if (missing(r->type))
+        fail(o, fmt::format("result type {} has no layout, but other tiles of the kernel have one (all or none)",
+                            r->type.str()));
+    for (const auto& region : o.regions)
+      for (const auto& a : region->args)
+        if (missing(a->type))
+          fail(o, fmt::format("region argument type {} has no layout, but other tiles of the kernel have one (all or "
+                              "none)",
+                              a->type.str()));
+    if (const auto problem = layout_hooks().problem)
+      if (std::string p = problem(o, num_warps_); !p.empty()) fail(o, p);
+  }
+
   void mask(const Op& o, size_t at) const {
     if (o.operands.size() <= at) return;
     if (o.operands[at]->type != o.operands[0]->type.with_element(Type::scalar(DType::i1)))
@@ -450,9 +480,11 @@ class Verifier {
   void combine(const Op& o) const {
     size_t n = o.operands.size();
     const auto& shape = o.operands[0]->type.shape();
-    for (const Value* v : o.operands)
+    for (const Value* v : o.operands) {
       expect(v->type.is_tile() && v->type.shape() == shape && is_number(v->type), o,
              "inputs must be number tiles of one shape");
+      expect(v->type.layout() == o.operands[0]->type.layout(), o, "inputs must have one layout");
+    }
     int64_t axis = o.attr_int("axis");
     expect(axis >= 0 && static_cast<size_t>(axis) < shape.size(), o,
            fmt::format("axis {} is out of range for rank {}", axis, shape.size()));
@@ -465,6 +497,9 @@ class Verifier {
       Type e = o.operands[i]->type.element();
       expect(o.result(i)->type.shape() == out_shape && o.result(i)->type.element() == e, o,
              fmt::format("result {} must be {} of {}", i, shape_str(out_shape), e.str()));
+      if (o.kind == OpKind::Scan)
+        expect(o.result(i)->type.layout() == o.operands[0]->type.layout(), o,
+               fmt::format("result {} must have the inputs' layout", i));
     }
     const Block& body = *o.regions[0];
     expect(body.args.size() == 2 * n, o, "combine region needs two arguments per input");
@@ -477,11 +512,13 @@ class Verifier {
   }
 
   const Function& f_;
+  int num_warps_;         // 0 until known (the hook counts the first layout's)
+  bool layouts_ = false;  // the kernel's tiles have layouts
   std::unordered_set<const Value*> visible_;
 };
 }  // namespace
 
-void verify(const Function& f) { Verifier(f).run(); }
+void verify(const Function& f, int num_warps) { Verifier(f, num_warps).run(); }
 
 std::string num_warps_problem(int64_t num_warps) {
   if (is_pow2(num_warps) && num_warps <= kMaxNumWarps) return "";

@@ -26,8 +26,11 @@ inline constexpr int kMaxNumWarps = 32;
 // Pipeline stages: 1 to 8.
 inline constexpr int kMaxNumStages = 8;
 
-// Throws tiledsl::Error naming the op, its location and the broken rule.
-void verify(const Function& f);
+// Throws tiledsl::Error naming the op, its location and the broken rule. A kernel whose tiles
+// have layouts (all of them, or none) is held to the layouts' rules too (ir/LayoutHooks.h):
+// among them, every layout is for `num_warps` warps, the kernel's (0: for the warps of its
+// first layout).
+void verify(const Function& f, int num_warps = 0);
 
 // What is wrong with a launch's num_warps or num_stages, or "" when nothing is: the one rule for
 // the front end, code generation and the tools.

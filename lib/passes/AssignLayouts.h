@@ -13,7 +13,7 @@ namespace tiledsl::passes {
 // computed where it is used. Reductions produce the slice of their operand's layout. Where
 // a value is wanted in two layouts, a convert_layout op is inserted before the second use
 // (an arange or a splat is computed again instead). Loop-carried values and if results keep
-// one layout on every path.
+// one layout on every path. A kernel whose tiles have layouts already is left as it is.
 void assign_layouts(ir::Function& f, int num_warps, bool wgmma = false);
 
 }  // namespace tiledsl::passes

@@ -6,6 +6,7 @@
 #include "passes/CSE.h"
 #include "passes/Canonicalize.h"
 #include "passes/DCE.h"
+#include "passes/LayoutText.h"
 #include "passes/Prefetch.h"
 #include "passes/RemoveConvertLayouts.h"
 
@@ -29,9 +30,11 @@ const std::vector<PassInfo>& pipeline_passes() {
        "in flight carried by the loop, each masked off where its iteration does not run. d is 1, "
        "or num_stages - 1 on sm_90a when every such load goes straight into dots wgmma takes and "
        "reads zeros where masked (codegen copies those into shared ring buffers with cp.async). "
-       "Reads the same addresses under the same masks, earlier.",
+       "Reads the same addresses under the same masks, earlier. Skips a kernel that has layouts "
+       "already (IR read back after assign-layouts): it rewrites loads before layouts exist.",
        [](ir::Function& f, const PipelineOptions& o) {
-         prefetch_loads(f, {.num_stages = o.num_stages, .wgmma = o.wgmma, .num_warps = o.num_warps});
+         if (!has_layouts(f))
+           prefetch_loads(f, {.num_stages = o.num_stages, .wgmma = o.wgmma, .num_warps = o.num_warps});
        }},
       {"cse",
        "Common-subexpression elimination: a Pure op equal to an earlier one (kind, operands, "
@@ -46,7 +49,8 @@ const std::vector<PassInfo>& pipeline_passes() {
        "Gives every tile a distributed layout: loads and stores anchor coalesced blocked layouts "
        "(vector width from the axis analysis) that flow back to the values feeding them; "
        "reductions produce slices; convert_layout is inserted where a value is wanted in two "
-       "layouts.",
+       "layouts. A kernel that has layouts already (read back from text) keeps them: the pass "
+       "leaves it as it is, and the verifier has checked them.",
        [](ir::Function& f, const PipelineOptions& o) { assign_layouts(f, o.num_warps, o.wgmma); }},
       {"remove-convert-layouts",
        "Removes convert_layout to the operand's own layout, folds a conversion of a conversion "
@@ -73,7 +77,7 @@ const PassInfo* find_pass(const std::string& name) {
 void run_pipeline(ir::Function& f, const PipelineOptions& opts) {
   for (const PassInfo& p : pipeline_passes()) {
     p.run(f, opts);
-    ir::verify(f);
+    ir::verify(f, opts.num_warps);
     if (opts.after_pass) opts.after_pass(p.name, f);
   }
 }

@@ -31,7 +31,9 @@ const std::vector<PassInfo>& pipeline_passes();
 // The pass called `name`, or null.
 const PassInfo* find_pass(const std::string& name);
 
-// Runs every pass in order on `f`, verifying the IR after each.
+// Runs every pass in order on `f`, verifying the IR after each (layouts for opts.num_warps
+// warps). A kernel that has layouts already goes through the same passes, but assign-layouts
+// and prefetch-loads leave it alone.
 void run_pipeline(ir::Function& f, const PipelineOptions& opts);
 
 }  // namespace tiledsl::passes

@@ -38,20 +38,22 @@ namespace {
 Outcome run_one(const std::string& text) {
   Outcome o = Outcome::Rejected;
   try {
+    // The target and warp count vary with the input (the same every run): sm_90a's wgmma and
+    // cp.async paths and sm_80's mma.sync path are held to the same rule as sm_90's. IR with
+    // layouts is verified for the warps it is compiled with.
+    const size_t h = std::hash<std::string>{}(text);
+    const int num_warps = (h / 3) % 2 ? 8 : 4;
     auto f = ir::parse(text);
-    ir::verify(*f);
+    ir::verify(*f, num_warps);
     o = Outcome::Verified;
 #ifdef TILEDSL_ENABLE_CODEGEN
-    // The target and warp count vary with the input (the same every run): sm_90a's wgmma and
-    // cp.async paths and sm_80's mma.sync path are held to the same rule as sm_90's.
-    const size_t h = std::hash<std::string>{}(text);
     codegen::CompileOptions options;
     options.arch = std::array<const char*, 3>{"sm_90", "sm_90a", "sm_80"}[h % 3];
-    options.num_warps = (h / 3) % 2 ? 8 : 4;
+    options.num_warps = num_warps;
     std::string ptx = codegen::compile(*f, options).ptx;
     if (ptx.find(".entry") == std::string::npos) finding("PTX without an entry", text);
 #else
-    passes::run_pipeline(*f, {4, {}});
+    passes::run_pipeline(*f, {num_warps, {}});
 #endif
     return Outcome::Compiled;
   } catch (const Error& e) {

@@ -1,7 +1,7 @@
 // The generic passes (canonicalize, cse, dce) keep every kernel's results bit for bit: kernels
 // that use every op kind run on the interpreter before and after them, then through the whole
-// pipeline (verified after each pass). remove_convert_layouts is checked on IR with layouts,
-// which the text form cannot spell yet.
+// pipeline (verified after each pass). remove_convert_layouts is checked on IR with layouts
+// built in C++; the layouts' text form is checked to intern as the layout classes do.
 #include <tiledsl/tiledsl.h>
 
 #include <catch2/catch.hpp>
@@ -18,6 +18,7 @@
 #include "passes/CSE.h"
 #include "passes/Canonicalize.h"
 #include "passes/DCE.h"
+#include "passes/LayoutText.h"
 #include "passes/Layouts.h"
 #include "passes/MaskedLanes.h"
 #include "passes/Pipeline.h"
@@ -330,6 +331,50 @@ TEST_CASE("passes: canonicalize, cse and dce keep tile, loop and atomic results 
       kTiles,
       {buffer(random_floats(256, 2)), buffer(std::vector<float>(288)), buffer(std::vector<int32_t>(2)), integer(3)},
       {2, 1, 1}, true);
+}
+
+TEST_CASE("layout text: parsed layouts are the layout classes' own objects", "[unit]") {
+  auto parsed = [](const std::string& type) {
+    auto f = ir::parse("kernel @k() {\n  %a = arange() {end = 64, start = 0} : " + type + "\n}\n");
+    return f->body.ops[0]->result()->type;
+  };
+  const auto* blocked = passes::BlockedLayout::get({2}, {32}, {4}, {0});
+  ir::Type i32 = ir::Type::scalar(tl::DType::i32);
+  // Equal layouts are one object: a parsed type is the type built in C++, so the verifier's
+  // equal-layout rules and the passes' pointer comparisons hold across the text.
+  CHECK(parsed("tile<64xi32, blocked<spt=[2], tpw=[32], wpc=[4], order=[0]>>") == ir::Type::tile({64}, i32, blocked));
+  const auto* slice = passes::SliceLayout::get(passes::MmaLayout::get(2, 2), 1);
+  CHECK(parsed("tile<64xi32, slice<dim=1, mma<16x8, wpc=[2, 2]>>>") == ir::Type::tile({64}, i32, slice));
+  CHECK(parsed("tile<64xi32,slice< dim = 1 ,mma<16x8,wpc=[ 2,2 ]>>>") == ir::Type::tile({64}, i32, slice));
+  // Layouts that the classes' get() refuses parse (the verifier names them) and are interned too.
+  ir::Type bad = parsed("tile<64xi32, blocked<spt=[1], tpw=[16], wpc=[4], order=[0]>>");
+  CHECK(bad == parsed("tile<64xi32, blocked<spt=[1], tpw=[16], wpc=[4], order=[0]>>"));
+  CHECK(bad.str() == "tile<64xi32, blocked<spt=[1], tpw=[16], wpc=[4], order=[0]>>");
+  CHECK(parsed("tile<64xi32, mma<16x8, wpc=[3, 0]>>").str() == "tile<64xi32, mma<16x8, wpc=[3, 0]>>");
+  CHECK(parsed("tile<64xi32, slice<dim=-4, mma<16x8, wpc=[2, 2]>>>").str() ==
+        "tile<64xi32, slice<dim=-4, mma<16x8, wpc=[2, 2]>>>");
+  // Mistakes in the syntax are parse errors at their column.
+  auto error = [](const std::string& type) {
+    try {
+      ir::parse("kernel @k() {\n  %a = arange() {end = 64, start = 0} : " + type + "\n}\n");
+    } catch (const tl::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error("tile<64xi32, blocked<spt=[1], tpw=[32], wpc=[4]>>") ==
+        "<ir>:2:88: parse error: expected ',' in a layout");
+  CHECK(error("tile<64xi32, blocked<spt=[99999999999], tpw=[32], wpc=[4], order=[0]>>") ==
+        "<ir>:2:67: parse error: a layout's numbers are 32-bit integers");
+  CHECK(error("tile<64xi32, blocked<spt=[1,1,1,1,1,1,1,1,1], tpw=[32], wpc=[4], order=[0]>>")
+            .find("a layout has at most 8 dimensions") != std::string::npos);
+  std::string deep = "blocked<spt=[1], tpw=[32], wpc=[4], order=[0]>";
+  for (int i = 0; i < 12; ++i) deep = "slice<dim=0, " + deep + ">";
+  CHECK(error("tile<64xi32, " + deep + ">").find("slices nest more than 8 deep") != std::string::npos);
+  CHECK(passes::has_layouts(
+      *ir::parse("kernel @k() {\n  %a = arange() {end = 64, start = 0} : tile<64xi32, mma<16x8, wpc=[2, 2]>>\n}\n")));
+  CHECK_FALSE(
+      passes::has_layouts(*ir::parse("kernel @k() {\n  %a = arange() {end = 64, start = 0} : tile<64xi32>\n}\n")));
 }
 
 TEST_CASE("remove-convert-layouts: identity, chains, splats and aranges", "[unit]") {
