@@ -476,9 +476,13 @@ std::optional<std::vector<int64_t>> register_sources(ir::Type in, ir::Type out, 
   if (!li || !lo) return std::nullopt;
   const Shape &is = in.shape(), &os = out.shape();
   auto ti = li->thread_terms(), to = lo->thread_terms();
+  // Equal as functions of (lane, warp): a shift or scale of a term with no bits adds nothing.
   auto same = [](const ThreadTerm& a, const ThreadTerm& b) {
-    return a.lane_shift == b.lane_shift && a.lane_bits == b.lane_bits && a.lane_scale == b.lane_scale &&
-           a.warp_shift == b.warp_shift && a.warp_bits == b.warp_bits && a.warp_scale == b.warp_scale;
+    const bool lanes = a.lane_bits == b.lane_bits &&
+                       (a.lane_bits == 0 || (a.lane_shift == b.lane_shift && a.lane_scale == b.lane_scale));
+    const bool warps = a.warp_bits == b.warp_bits &&
+                       (a.warp_bits == 0 || (a.warp_shift == b.warp_shift && a.warp_scale == b.warp_scale));
+    return lanes && warps;
   };
   // Source dimensions of extent one and unpaired result dimensions read index 0: no thread
   // bits may be spent on a paired dimension differently.
