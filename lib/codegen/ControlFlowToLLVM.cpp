@@ -65,11 +65,8 @@ void Lowering::lower_for(const ir::Op& op) {
   std::map<int, llvm::PHINode*> stages;  // buffer count -> the iteration's number mod it
   for (auto [dot, count] : dots) {
     if (async_wgmma(*dot)) async_slots.push_back(dot->operands[2]->index - 1);
-    if (wgmma && passes::wgmma_wait_deferred(*dot)) {
-      const ir::Op* yield = body.terminator();
-      for (size_t i = 0; i < yield->operands.size(); ++i)
-        if (yield->operands[i] == dot->result()) async_slots.push_back(i);
-    }
+    if (wgmma && passes::wgmma_wait_deferred(*dot))
+      async_slots.push_back(static_cast<size_t>(passes::carried_slot(*dot)));
     if (count > 1 && !stages.count(count)) {
       stages[count] = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.stage");
       stages[count]->addIncoming(b_.getInt32(0), pre);

@@ -470,14 +470,9 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   // The carried results of the dots that defer their wait to this one's (their MMAs of the
   // previous iteration, committed before this dot's) complete with it: they pass through it.
   std::vector<const ir::Value*> completed;
-  if (op.parent && op.parent->parent && op.parent->parent->kind == ir::OpKind::For) {
-    const ir::Block& body = *op.parent;
-    const ir::Op* yield = body.terminator();
-    for (const auto& other : body.ops)
-      if (other->kind == ir::OpKind::Dot && passes::wgmma_deferred_to(*other) == &op)
-        for (size_t i = 0; i < yield->operands.size(); ++i)
-          if (yield->operands[i] == other->result()) completed.push_back(body.args[i + 1].get());
-  }
+  for (const auto& other : op.parent->ops)
+    if (other->kind == ir::OpKind::Dot && passes::wgmma_deferred_to(*other) == &op)
+      completed.push_back(op.parent->args[static_cast<size_t>(passes::carried_slot(*other)) + 1].get());
   Regs all = out;
   for (const ir::Value* v : completed) all.insert(all.end(), get(v).begin(), get(v).end());
   all = wgmma_wait(all, async ? 1 : 0, held);
@@ -490,10 +485,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   return all;
 }
 
-bool Lowering::wgmma_dot(const ir::Op& dot) const {
-  const auto* l = dynamic_cast<const passes::MmaLayout*>(dot.result()->type.layout());
-  return l && has_wgmma(opts_.arch) && passes::wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l);
-}
+bool Lowering::wgmma_dot(const ir::Op& dot) const { return has_wgmma(opts_.arch) && passes::wgmma_dot(dot); }
 
 void Lowering::find_direct_copies() {
   ir::walk(f_.body, [&](const ir::Op* op) {

@@ -254,13 +254,23 @@ bool mma_in_loop(const ir::Op& dot) {
          dot.parent->parent && dot.parent->parent->kind == ir::OpKind::For;
 }
 // A dot wgmma takes, directly in a for loop's body.
-bool wgmma_in_loop(const ir::Op& dot) {
-  if (dot.kind != ir::OpKind::Dot) return false;
-  const auto* l = dynamic_cast<const MmaLayout*>(dot.result()->type.layout());
-  if (!l || !wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l)) return false;
-  return dot.parent && dot.parent->parent && dot.parent->parent->kind == ir::OpKind::For;
-}
+bool wgmma_in_loop(const ir::Op& dot) { return mma_in_loop(dot) && wgmma_dot(dot); }
 }  // namespace
+
+bool wgmma_dot(const ir::Op& dot) {
+  const auto* l = dot.kind == ir::OpKind::Dot ? dynamic_cast<const MmaLayout*>(dot.result()->type.layout()) : nullptr;
+  return l && wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l);
+}
+
+int carried_slot(const ir::Op& op) {
+  if (!op.parent || !op.parent->parent || op.parent->parent->kind != ir::OpKind::For || op.results.size() != 1)
+    return -1;
+  const ir::Op* yield = op.parent->terminator();
+  if (!yield) return -1;
+  for (size_t i = 0; i < yield->operands.size(); ++i)
+    if (yield->operands[i] == op.result()) return static_cast<int>(i);
+  return -1;
+}
 
 bool zero_filled_load(const ir::Op* op) {
   if (!op || op->kind != ir::OpKind::Load || op->results.size() != 1 || !op->result()->type.is_tile()) return false;
@@ -289,14 +299,9 @@ const ir::Op* wgmma_deferred_to(const ir::Op& dot) {
   // loses up to 18 % with head dim 64 at 64x64 blocks, whose shorter MMAs leave little to overlap.
   if (dot.operands[1]->type.shape()[1] < 128) return nullptr;
   const ir::Block& body = *dot.parent;
-  const ir::Op* yield = body.terminator();
-  const ir::Value* result = dot.result();
-  if (!yield || uses(body, result) != 1) return nullptr;
-  size_t slot = yield->operands.size();
-  for (size_t i = 0; i < yield->operands.size(); ++i)
-    if (yield->operands[i] == result) slot = i;
-  if (slot == yield->operands.size()) return nullptr;
-  const ir::Value* carried = body.args[slot + 1].get();
+  const int slot = carried_slot(dot);
+  if (slot < 0 || uses(body, dot.result()) != 1) return nullptr;
+  const ir::Value* carried = body.args[static_cast<size_t>(slot) + 1].get();
   // The first top-level op that reads the carried value (a nested one counts as its parent).
   size_t first_use = body.ops.size();
   auto reads = [&](const ir::Op* op) {
@@ -313,8 +318,7 @@ const ir::Op* wgmma_deferred_to(const ir::Op& dot) {
     const ir::Op* other = body.ops[k].get();
     if (other == &dot) return nullptr;
     if (other->kind == ir::OpKind::Dot && wgmma_in_loop(*other) && !wgmma_across_iterations(*other) &&
-        uses(body, other->result()) >= 1 &&
-        yield->operands.end() == std::find(yield->operands.begin(), yield->operands.end(), other->result()))
+        uses(body, other->result()) >= 1 && carried_slot(*other) < 0)
       return other;
   }
   return nullptr;
@@ -377,10 +381,8 @@ bool wgmma_stage_once(const ir::Op& dot, int x) {
 }
 
 bool wgmma_a_in_registers(const ir::Op& dot) {
-  if (dot.kind != ir::OpKind::Dot) return false;
-  const auto* l = dynamic_cast<const MmaLayout*>(dot.result()->type.layout());
-  return l && wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l) &&
-         dot.operands[0]->type.layout() == dot.result()->type.layout() && !wgmma_across_iterations(dot);
+  return wgmma_dot(dot) && dot.operands[0]->type.layout() == dot.result()->type.layout() &&
+         !wgmma_across_iterations(dot);
 }
 
 DotSmem dot_smem(const ir::Op& dot, bool wgmma) {

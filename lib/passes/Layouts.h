@@ -146,6 +146,9 @@ const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows
 // warps_m a multiple of 4), M a multiple of 16 * warps_m, and K and N multiples of 64, so that
 // both operands sit in shared memory as 128-byte swizzled panels of 64 columns.
 bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l);
+// Whether `dot`'s result has an mma layout that wgmma_takes with its operands (on sm_90a the dot
+// then runs on wgmma; elsewhere on mma.sync).
+bool wgmma_dot(const ir::Op& dot);
 
 // Whether `dot` (on sm_90a) may leave its wgmma running into the next iteration of its loop:
 // wgmma takes it, it sits directly in a for loop's body, its accumulator is a loop-carried value
@@ -162,6 +165,10 @@ bool wgmma_across_iterations(const ir::Op& dot);
 // of the body before it that waits for its own MMAs there (its result is used in the body).
 // The loop waits for the last ones after it ends.
 bool wgmma_wait_deferred(const ir::Op& dot);
+// The index among its loop's carried values (0 for the first after the induction variable) that
+// the body yields `op`'s result as, or -1 when `op` is not directly in a for body or its result
+// is not yielded.
+int carried_slot(const ir::Op& op);
 // The dot whose wait completes a wgmma_wait_deferred dot's MMAs of the previous iteration.
 const ir::Op* wgmma_deferred_to(const ir::Op& dot);
 

@@ -522,33 +522,52 @@ std::vector<Arg> matmul_args(int M, int N, int K, unsigned seed) {
           integer(1)};
 }
 
+// A lit test's kernel text (test/lit/codegen/NAME).
+std::string lit_kernel(const std::string& name) {
+  std::ifstream in(std::string(TILEDSL_SOURCE_DIR) + "/test/lit/codegen/" + name);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// What prefetch-loads left: the values the (one) loop carries, the loads in its body and before it.
+struct PrefetchShape {
+  size_t carried = 0, in_loop = 0, before = 0;
+};
+PrefetchShape prefetch_shape(const ir::Function& f) {
+  PrefetchShape p;
+  ir::walk(f.body, [&](const ir::Op* op) {
+    if (op->kind == OpKind::For) p.carried = op->results.size();
+    if (op->kind == OpKind::Load) ++(op->parent == &f.body ? p.before : p.in_loop);
+  });
+  return p;
+}
+
+// The matmul kernels' C (argument 2) from `before` and `after`, in the interpreter (whose memory
+// checker flags any unmasked access outside a buffer), must be the same bytes.
+void require_same_matmul(ir::Function& before, ir::Function& after, int M, int N, int K, int BM, int BN,
+                         unsigned seed) {
+  std::vector<Arg> args = matmul_args(M, N, K, seed);
+  std::array<int64_t, 3> grid{((M + BM - 1) / BM) * ((N + BN - 1) / BN), 1, 1};
+  CHECK(run(before, args, grid)[2].bytes == run(after, args, grid)[2].bytes);
+}
+
 // prefetch-loads moves matmul's loads one iteration ahead (the loop carries them); the
 // interpreter, whose memory checker flags any unmasked access outside a buffer, gives the same
 // bytes before and after, for K that fills no block, K of one block and K = 0 (no iteration: the
 // load before the loop must be masked off entirely).
 TEST_CASE("prefetch-loads: the same results, loads carried by the loop", "[unit]") {
-  std::ifstream in(std::string(TILEDSL_SOURCE_DIR) + "/test/lit/codegen/matmul-mma.tir");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = lit_kernel("matmul-mma.tir");
   REQUIRE(text.find("kernel @matmul_bf16") != std::string::npos);
   for (int K : {112, 32, 0}) {
     INFO("K = " << K);
-    const int M = 80, N = 96;  // multiples of 16 (the kernel's specialisation), of no block
     auto before = ir::parse(text);
     auto after = ir::parse(text);
     passes::prefetch_loads(*after, {.num_stages = 3});
     ir::verify(*after);
-    size_t loads_in_loop = 0, carried = 0;
-    ir::walk(after->body, [&](const ir::Op* op) {
-      if (op->kind == OpKind::For) carried = op->results.size();
-      if (op->kind == OpKind::Load && op->parent != &after->body) ++loads_in_loop;
-    });
-    CHECK(carried == 5);        // acc, two pointer tiles, and the two prefetched tiles
-    CHECK(loads_in_loop == 2);  // the next iteration's a and b
-    std::vector<Arg> args = matmul_args(M, N, K, 1);
-    std::array<int64_t, 3> grid{((M + 31) / 32) * ((N + 63) / 64), 1, 1};
-    auto expected = run(*before, args, grid);
-    auto got = run(*after, args, grid);
-    CHECK(expected[2].bytes == got[2].bytes);
+    const PrefetchShape p = prefetch_shape(*after);
+    CHECK(p.carried == 5);  // acc, two pointer tiles, and the two prefetched tiles
+    CHECK(p.in_loop == 2);  // the next iteration's a and b
+    // M and N multiples of 16 (the kernel's specialisation), of no block.
+    require_same_matmul(*before, *after, 80, 96, K, 32, 64, 1);
   }
   // num_stages 1: nothing moves.
   auto once = ir::parse(text);
@@ -561,45 +580,29 @@ TEST_CASE("prefetch-loads: the same results, loads carried by the loop", "[unit]
 // Same bytes as without the pass for K of several blocks and a part block, K of fewer blocks
 // than the distance (the tiles ahead of the last iteration are masked off) and K = 0.
 TEST_CASE("prefetch-loads: num_stages - 1 iterations ahead into tensor-core dots", "[unit]") {
-  std::ifstream in(std::string(TILEDSL_SOURCE_DIR) + "/test/lit/codegen/matmul-wgmma.tir");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = lit_kernel("matmul-wgmma.tir");
   REQUIRE(text.find("BLOCK_K = 64, BLOCK_M = 128, BLOCK_N = 128") != std::string::npos);
   for (int K : {208, 80, 0}) {
     INFO("K = " << K);
-    const int M = 144, N = 176;  // multiples of 16 (the kernel's specialisation), of no block
     auto before = ir::parse(text);
     auto after = ir::parse(text);
     passes::canonicalize(*after);  // as the pipeline runs it first: the axis analysis sees folded strides
     passes::prefetch_loads(*after, {.num_stages = 4, .wgmma = true, .num_warps = 8});
     ir::verify(*after);
-    size_t loads_in_loop = 0, loads_before = 0, carried = 0;
-    ir::walk(after->body, [&](const ir::Op* op) {
-      if (op->kind == OpKind::For) carried = op->results.size();
-      if (op->kind == OpKind::Load) ++(op->parent == &after->body ? loads_before : loads_in_loop);
-    });
-    CHECK(carried == 3 + 2 * 3);  // acc, two pointer tiles, three tiles in flight of a and of b
-    CHECK(loads_in_loop == 2);    // a and b of iteration i + 3
-    CHECK(loads_before == 6);     // of iterations 0, 1, 2
-    std::vector<Arg> args = matmul_args(M, N, K, 5);
-    std::array<int64_t, 3> grid{((M + 127) / 128) * ((N + 127) / 128), 1, 1};
-    auto expected = run(*before, args, grid);
-    auto got = run(*after, args, grid);
-    CHECK(expected[2].bytes == got[2].bytes);
+    const PrefetchShape p = prefetch_shape(*after);
+    CHECK(p.carried == 3 + 2 * 3);  // acc, two pointer tiles, three tiles in flight of a and of b
+    CHECK(p.in_loop == 2);          // a and b of iteration i + 3
+    CHECK(p.before == 6);           // of iterations 0, 1, 2
+    // M and N multiples of 16 (the kernel's specialisation), of no block.
+    require_same_matmul(*before, *after, 144, 176, K, 128, 128, 5);
   }
   // The same on mma.sync targets (a and b run along their rows in shared memory there too), and
   // one iteration ahead where a load's tile is not zero where masked (it cannot be a cp.async
   // copy): `other` 1.0 instead of 0.0.
-  auto carried = [](const ir::Function& f) {
-    size_t n = 0;
-    ir::walk(f.body, [&](const ir::Op* op) {
-      if (op->kind == OpKind::For) n = op->results.size();
-    });
-    return n;
-  };
   auto plain = ir::parse(text);
   passes::canonicalize(*plain);
   passes::prefetch_loads(*plain, {.num_stages = 4, .wgmma = false, .num_warps = 8});
-  CHECK(carried(*plain) == 3 + 2 * 3);
+  CHECK(prefetch_shape(*plain).carried == 3 + 2 * 3);
   std::string ones = text;
   const std::string zero = "constant() {value = 0.0} : bf16";
   REQUIRE(ones.find(zero) != std::string::npos);
@@ -607,7 +610,7 @@ TEST_CASE("prefetch-loads: num_stages - 1 iterations ahead into tensor-core dots
   auto shallow = ir::parse(ones);
   passes::canonicalize(*shallow);
   passes::prefetch_loads(*shallow, {.num_stages = 4, .wgmma = true, .num_warps = 8});
-  CHECK(carried(*shallow) == 5);
+  CHECK(prefetch_shape(*shallow).carried == 5);
 }
 
 // Without masks of its own, a prefetched load relies on the pass's guard: in the last iteration
