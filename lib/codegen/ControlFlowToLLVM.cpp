@@ -58,7 +58,7 @@ void Lowering::lower_for(const ir::Op& op) {
     vals_[op.result(i - 3)] = regs;
     phis.push_back(p);
   }
-  // wgmma dots with several buffers cycle through them by the iteration's number mod their
+  // Tensor-core dots with several buffers cycle through them by the iteration's number mod their
   // count; the loop-carried result of a dot whose MMAs run on into the next iteration (async or
   // with its wait deferred), and the copies that fill the buffers, are waited for after the loop.
   std::vector<size_t> async_slots;
@@ -68,7 +68,7 @@ void Lowering::lower_for(const ir::Op& op) {
     if (wgmma && passes::wgmma_wait_deferred(*dot))
       async_slots.push_back(static_cast<size_t>(passes::carried_slot(*dot)));
     if (count > 1 && !stages.count(count)) {
-      stages[count] = b_.CreatePHI(b_.getInt32Ty(), 2, "wgmma.stage");
+      stages[count] = b_.CreatePHI(b_.getInt32Ty(), 2, "dot.stage");
       stages[count]->addIncoming(b_.getInt32(0), pre);
     }
   }
