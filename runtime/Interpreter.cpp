@@ -609,6 +609,18 @@ void Program::exec_dot(const Op& op, RVal& out) {
   const auto& sa = op.operands[0]->type.shape();
   const auto& sb = op.operands[1]->type.shape();
   size_t M = static_cast<size_t>(sa[0]), K = static_cast<size_t>(sa[1]), N = static_cast<size_t>(sb[1]);
+  if (op.operands[0]->type.dtype() == DType::i8) {
+    // i8 inputs: exact products summed in i32, wrapping (two's complement) as the tensor cores do.
+    out.i.resize(M * N);
+    out.f.clear();
+    for (size_t m = 0; m < M; ++m)
+      for (size_t n = 0; n < N; ++n) {
+        uint32_t s = static_cast<uint32_t>(acc.i[m * N + n]);
+        for (size_t k = 0; k < K; ++k) s += static_cast<uint32_t>(a.i[m * K + k] * b.i[k * N + n]);
+        out.i[m * N + n] = static_cast<int32_t>(s);
+      }
+    return;
+  }
   // Inputs are exact in f32 (f16/bf16 products are exact too); accumulate with f32 fma in k order.
   // f32 inputs first go through the dot's input_precision (ir::round_to_tf32): tf32 rounds them;
   // tf32x3 splits each into a high and a low tf32 part and adds, per k, lo*hi, hi*lo, then hi*hi.

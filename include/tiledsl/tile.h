@@ -754,7 +754,7 @@ inline const char* precision_name(InputPrecision p) {
 }
 }  // namespace detail
 
-// a [M, K] @ b [K, N] with f32 accumulation; f16, bf16 or f32 inputs of one dtype.
+// a [M, K] @ b [K, N] with f32 accumulation; f16, bf16 or f32 inputs of one dtype (int8 below).
 template <class T>
 Tile<float> dot(const Tile<T>& a, const Tile<T>& b, TILEDSL_LOC) {
   static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
@@ -781,11 +781,20 @@ Tile<float> dot(const Tile<T>& a, const Tile<T>& b, const Tile<float>& acc, Inpu
   return Tile<float>(detail::dot(a.value(), b.value(), acc.value(), loc, detail::precision_name(input_precision)));
 }
 
+// int8 inputs: exact products summed in i32 (wrapping on overflow, as the tensor cores'
+// mma.sync.m16n8k32.s32.s8.s8.s32 do), the accumulator an i32 tile. input_precision does not apply.
+inline Tile<int32_t> dot(const Tile<int8_t>& a, const Tile<int8_t>& b, TILEDSL_LOC) {
+  return Tile<int32_t>(detail::dot(a.value(), b.value(), nullptr, loc));
+}
+inline Tile<int32_t> dot(const Tile<int8_t>& a, const Tile<int8_t>& b, const Tile<int32_t>& acc, TILEDSL_LOC) {
+  return Tile<int32_t>(detail::dot(a.value(), b.value(), acc.value(), loc));
+}
+
 // Inputs of two element types: a readable error instead of a failed template deduction.
 template <class T, class U, class... Acc>
 requires(!std::is_same_v<T, U>) Tile<float> dot(const Tile<T>& a, const Tile<U>&, const Acc&...) {
   static_assert(std::is_same_v<T, U>,
-                "tl::dot: both inputs must have one element type (tl::f16, tl::bf16 or float); "
+                "tl::dot: both inputs must have one element type (tl::f16, tl::bf16, float or int8_t); "
                 "convert one first, e.g. b.to<float>()");
   return Tile<float>(a.value());
 }

@@ -4,14 +4,17 @@ namespace tiledsl::codegen {
 
 // --- Dot (FMA) ---------------------------------------------------------------------------
 // a and b go to shared memory in their own element type; each thread then accumulates its own
-// elements of the result with one f32 fma per k, in k order (the interpreter's order). The k
-// loop stays a loop (not unrolled at lowering), so only the accumulators live in registers.
+// elements of the result with one f32 fma per k, in k order (the interpreter's order), or for i8
+// inputs an i32 multiply-add (wrapping). The k loop stays a loop (not unrolled at lowering), so
+// only the accumulators live in registers.
 Regs Lowering::lower_dot(const ir::Op& op) {
   if (const auto* mma = dynamic_cast<const passes::MmaLayout*>(layout(op.result()))) return lower_dot_mma(op, *mma);
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
   int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
   llvm::Type* f32 = b_.getFloatTy();
   llvm::Type* et = memory_type(a->type);  // a and b share their dtype
+  const bool ints = a->type.dtype() == DType::i8;
+  llvm::Type* acc_type = ints ? b_.getInt32Ty() : f32;
   llvm::Value* smem = shared(op, (M * K + K * N) * alloc_size(et));
   auto stage = [&](const ir::Value* v, llvm::Value* base) {
     auto idx = indices(v->type);
@@ -47,7 +50,7 @@ Regs Lowering::lower_dot(const ir::Op& op) {
   k->addIncoming(b_.getInt32(0), entry);
   std::vector<llvm::PHINode*> sums;
   for (llvm::Value* v : out) {
-    sums.push_back(b_.CreatePHI(f32, 2));
+    sums.push_back(b_.CreatePHI(acc_type, 2));
     sums.back()->addIncoming(v, entry);
   }
   // f32 inputs go through the dot's input_precision as the interpreter's (Interpreter.cpp):
@@ -63,16 +66,17 @@ Regs Lowering::lower_dot(const ir::Op& op) {
   };
   // Per input element: the high part (the input, or its tf32 rounding) and tf32x3's low part.
   auto parts = [&](llvm::Value* x) -> std::pair<llvm::Value*, llvm::Value*> {
-    if (precision == "ieee") return {x, nullptr};
+    if (precision == "ieee" || ints) return {x, nullptr};
     llvm::Value* hi = tf32(x);
     return {hi, precision == "tf32x3" ? tf32(b_.CreateFSub(x, hi)) : nullptr};
   };
+  auto widen = [&](llvm::Value* x) { return ints ? b_.CreateSExt(x, acc_type) : b_.CreateFPExt(x, f32); };
   std::map<int64_t, std::pair<llvm::Value*, llvm::Value*>> av, bvals;
   for (auto& [key, row_base] : rows)
-    av[key] = parts(b_.CreateFPExt(b_.CreateLoad(et, b_.CreateGEP(et, smem, b_.CreateAdd(row_base, k))), f32));
+    av[key] = parts(widen(b_.CreateLoad(et, b_.CreateGEP(et, smem, b_.CreateAdd(row_base, k)))));
   llvm::Value* k_row = b_.CreateMul(k, b_.getInt32(static_cast<uint32_t>(N)));
   for (auto& [key, n] : cols)
-    bvals[key] = parts(b_.CreateFPExt(b_.CreateLoad(et, b_.CreateGEP(et, b_base, b_.CreateAdd(n, k_row))), f32));
+    bvals[key] = parts(widen(b_.CreateLoad(et, b_.CreateGEP(et, b_base, b_.CreateAdd(n, k_row)))));
   for (size_t r = 0; r < out.size(); ++r) {
     const auto& [a_hi, a_lo] = av[rc[r].first];
     const auto& [b_hi, b_lo] = bvals[rc[r].second];
@@ -81,7 +85,7 @@ Regs Lowering::lower_dot(const ir::Op& op) {
       s = intrinsic(llvm::Intrinsic::fma, {a_lo, b_hi, s}, {f32});
       s = intrinsic(llvm::Intrinsic::fma, {a_hi, b_lo, s}, {f32});
     }
-    out[r] = intrinsic(llvm::Intrinsic::fma, {a_hi, b_hi, s}, {f32});
+    out[r] = ints ? b_.CreateAdd(s, b_.CreateMul(a_hi, b_hi)) : intrinsic(llvm::Intrinsic::fma, {a_hi, b_hi, s}, {f32});
   }
   llvm::Value* next = b_.CreateAdd(k, b_.getInt32(1));
   llvm::BasicBlock* latch = b_.GetInsertBlock();
@@ -122,21 +126,25 @@ llvm::Value* swizzled(llvm::IRBuilder<>& b, llvm::Value* byte_offset) {
 }
 }  // namespace
 
-llvm::Value* Lowering::dot_operand_offset(llvm::Value* row, llvm::Value* col, int64_t rows, int64_t cols, bool panels) {
+llvm::Value* Lowering::dot_operand_offset(llvm::Value* row, llvm::Value* col, int64_t rows, int64_t cols, bool panels,
+                                          int bytes) {
   auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
-  llvm::Value* bytes;
+  const uint64_t shift = static_cast<uint64_t>(__builtin_ctz(static_cast<unsigned>(bytes)));
+  llvm::Value* at;
   if (panels) {
+    TILEDSL_CHECK(bytes == 2, "codegen: wgmma panels hold 16-bit elements");
     llvm::Value* line = b_.CreateAdd(b_.CreateMul(b_.CreateLShr(col, 6), u32(rows)), row);
-    bytes = b_.CreateOr(b_.CreateShl(line, 7), b_.CreateShl(b_.CreateAnd(col, 63), 1));
+    at = b_.CreateOr(b_.CreateShl(line, 7), b_.CreateShl(b_.CreateAnd(col, 63), 1));
   } else {
-    bytes = b_.CreateShl(b_.CreateAdd(b_.CreateMul(row, u32(cols)), col), 1);
+    at = b_.CreateShl(b_.CreateAdd(b_.CreateMul(row, u32(cols)), col), shift);
   }
-  return swizzled(b_, bytes);
+  return swizzled(b_, at);
 }
 
 void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed) {
   auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
   llvm::Type* et = memory_type(v->type);
+  const int bytes = byte_size(v->type.dtype());
   const DistributedLayout* vl = layout(v);
   const Shape& shape = v->type.shape();
   const int64_t n = vl->num_regs(shape);
@@ -145,9 +153,9 @@ void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t 
   const size_t along = transposed ? 0 : 1;
   const int64_t rows = shape[1 - along], cols = shape[along];
   auto terms = vl->thread_terms();
-  // The widest run of registers (up to 8) that holds consecutive elements of one line, starting
-  // at a multiple of its length, for every thread.
-  int vec = 8;
+  // The widest run of registers (up to 16 bytes) that holds consecutive elements of one line,
+  // starting at a multiple of its length, for every thread.
+  int vec = 16 / bytes;
   auto fits = [&](int w) {
     const passes::ThreadTerm& t = terms[along];
     if (n % w || (t.lane_bits && t.lane_scale % w) || (t.warp_bits && t.warp_scale % w)) return false;
@@ -168,21 +176,30 @@ void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t 
   llvm::Type* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(vec));
   for (int64_t r = 0; r < n; r += vec) {
     auto& at = idx[static_cast<size_t>(r)];
-    llvm::Value* offset = dot_operand_offset(at[1 - along], at[along], rows, cols, panels);
+    llvm::Value* offset = dot_operand_offset(at[1 - along], at[along], rows, cols, panels, bytes);
     llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateAdd(offset, u32(base)));
     llvm::Value* x = llvm::PoisonValue::get(vt);
     for (int e = 0; e < vec; ++e)
       x = b_.CreateInsertElement(x, regs[static_cast<size_t>(r + e)], static_cast<uint64_t>(e));
-    b_.CreateAlignedStore(x, addr, llvm::Align(static_cast<uint64_t>(2 * vec)));
+    b_.CreateAlignedStore(x, addr, llvm::Align(static_cast<uint64_t>(bytes * vec)));
   }
 }
 
 bool Lowering::wgmma_b_kmajor(const ir::Value* b) { return contiguous_regs(b, 0) > std::max(1, contiguous_regs(b, 1)); }
 
+bool Lowering::dot_b_kmajor(const ir::Op& dot) {
+  return wgmma_dot(dot) ? wgmma_b_kmajor(dot.operands[1]) : passes::mma_b_kmajor(dot);
+}
+
 Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
   if (wgmma_dot(op)) return lower_dot_wgmma(op, l);
   const int64_t K = a->type.shape()[1], N = bv->type.shape()[1];
+  const int bytes = byte_size(a->type.dtype());
+  const int64_t k_step = passes::mma_k(op);  // 32 bytes of k per instruction
+  const int64_t half = 16 / bytes;           // 16 bytes of k: one 8 x 8 ldmatrix matrix's width
+  const bool b_kmajor = passes::mma_b_kmajor(op);
+  const std::string precision = op.attrs.count("input_precision") ? op.attr_str("input_precision") : "";
   llvm::Type* i32 = b_.getInt32Ty();
   auto u32 = [&](int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); };
   auto [a_smem, b_smem] = fill_dot_buffers(op, /*wgmma=*/false);
@@ -196,69 +213,105 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
   llvm::Value* row_in = b_.CreateAnd(lane_, 7);
   llvm::Value* matrix = b_.CreateLShr(lane_, 3);
-  // The shared address of 16-bit element (row, col) of the array at `start` with `cols` columns.
+  // The shared address of element (row, col) of the array at `start` with `cols` columns.
   auto address = [&](llvm::Value* start, int64_t cols, llvm::Value* row, llvm::Value* col) {
-    return b_.CreateAdd(start, dot_operand_offset(row, col, 0, cols, /*panels=*/false));
+    return b_.CreateAdd(start, dot_operand_offset(row, col, 0, cols, /*panels=*/false, bytes));
   };
-  // a: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15).
+  // a: matrices (rows 0-7, k bytes 0-15), (rows 8-15, 0-15), (rows 0-7, 16-31), (rows 8-15,
+  // 16-31): lane l gets 4 bytes of row l / 4 at byte 4 (l % 4) of each, which for every input
+  // type are the A fragments a0-a3 of the instruction (two f16, one tf32 or four i8 each).
   llvm::Value* a_row_in = b_.CreateAdd(row_in, b_.CreateMul(b_.CreateAnd(matrix, 1), u32(8)));
-  llvm::Value* a_col_in = b_.CreateMul(b_.CreateLShr(matrix, 1), u32(8));
-  // b (x4): (k 0-7, block j), (k 8-15, block j), (k 0-7, block j + 1), (k 8-15, block j + 1).
+  llvm::Value* a_col_in = b_.CreateMul(b_.CreateLShr(matrix, 1), u32(half));
+  // b (x4), 16-bit from the row-major array, transposed: (k 0-7, block j), (k 8-15, block j),
+  // (k 0-7, block j + 1), (k 8-15, block j + 1). 8- and 32-bit from the K-major array (b's
+  // transpose): (block j, k bytes 0-15), (block j, 16-31), (block j + 1, 0-15), (j + 1, 16-31),
+  // lane l getting 4 bytes of column l / 4, which are b0 and b1 as for a.
   llvm::Value* b_row_in = b_.CreateAdd(row_in, b_.CreateMul(b_.CreateAnd(matrix, 1), u32(8)));
+  llvm::Value* b_k_in = b_.CreateMul(b_.CreateAnd(matrix, 1), u32(half));
   llvm::Value* b_next = b_.CreateLShr(matrix, 1);  // 0 or 1: which of the two column blocks
 
-  llvm::Type* f32 = b_.getFloatTy();
+  llvm::Type* acc_type = a->type.dtype() == DType::i8 ? i32 : b_.getFloatTy();
   llvm::Type* four = llvm::StructType::get(ctx_, {i32, i32, i32, i32});
   llvm::Type* two = llvm::StructType::get(ctx_, {i32, i32});
-  llvm::Type* result = llvm::StructType::get(ctx_, {f32, f32, f32, f32});
-  const char* ab = a->type.dtype() == DType::bf16 ? "bf16" : "f16";
-  const std::string mma = fmt::format(
-      "mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{$0, $1, $2, $3}}, {{$4, $5, $6, $7}}, {{$8, $9}}, "
-      "{{$10, $11, $12, $13}};",
-      ab);
+  llvm::Type* result = llvm::StructType::get(ctx_, {acc_type, acc_type, acc_type, acc_type});
+  const std::string shape_types = a->type.dtype() == DType::i8     ? "m16n8k32.row.col.s32.s8.s8.s32"
+                                  : a->type.dtype() == DType::f32  ? "m16n8k8.row.col.f32.tf32.tf32.f32"
+                                  : a->type.dtype() == DType::bf16 ? "m16n8k16.row.col.f32.bf16.bf16.f32"
+                                                                   : "m16n8k16.row.col.f32.f16.f16.f32";
+  const std::string mma =
+      "mma.sync.aligned." + shape_types + " {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+  const std::string mma_constraints =
+      acc_type == i32 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3" : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
   auto unpack = [&](llvm::Value* s, unsigned count) {
     std::vector<llvm::Value*> v;
     for (unsigned e = 0; e < count; ++e) v.push_back(b_.CreateExtractValue(s, e));
     return v;
   };
+  // f32 fragments go through the dot's input_precision as the interpreter's inputs do
+  // (ir::round_to_tf32, which is cvt.rna): tf32 keeps the rounded value (hi); tf32x3 also the
+  // rounding of the rest (lo), and sums lo*hi, hi*lo, then hi*hi per instruction.
+  auto tf32 = [&](llvm::Value* x) { return inline_ptx("cvt.rna.tf32.f32 $0, $1;", "=r,r", i32, {x}); };
+  using Fragments = std::vector<llvm::Value*>;
+  auto split = [&](const Fragments& x) -> std::pair<Fragments, Fragments> {
+    if (a->type.dtype() != DType::f32) return {x, {}};
+    Fragments hi, lo;
+    for (llvm::Value* v : x) hi.push_back(tf32(v));
+    if (precision == "tf32x3")
+      for (size_t e = 0; e < x.size(); ++e) {
+        llvm::Value* rest =
+            b_.CreateFSub(b_.CreateBitCast(x[e], b_.getFloatTy()), b_.CreateBitCast(hi[e], b_.getFloatTy()));
+        lo.push_back(tf32(b_.CreateBitCast(rest, i32)));
+      }
+    return {hi, lo};
+  };
   Regs out = get(acc);
-  for (int64_t k0 = 0; k0 < K; k0 += 16) {
-    std::vector<std::vector<llvm::Value*>> af, bf(static_cast<size_t>(bn_count));
+  for (int64_t k0 = 0; k0 < K; k0 += k_step) {
+    std::vector<std::pair<Fragments, Fragments>> af, bf(static_cast<size_t>(bn_count));
     for (int64_t bm = 0; bm < bm_count; ++bm) {
       llvm::Value* row = b_.CreateAdd(b_.CreateAdd(b_.CreateMul(warp_m, u32(16)), a_row_in),
                                       u32(bm * passes::MmaLayout::kRows * l.warps_m()));
       llvm::Value* at = address(a_addr, K, row, b_.CreateAdd(a_col_in, u32(k0)));
-      af.push_back(unpack(inline_ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];",
-                                     "=r,=r,=r,=r,r", four, {at}, /*side_effects=*/true),
-                          4));
+      af.push_back(split(unpack(inline_ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];",
+                                           "=r,=r,=r,=r,r", four, {at}, /*side_effects=*/true),
+                                4)));
     }
+    const char* trans = b_kmajor ? "" : ".trans";
     for (int64_t bn = 0; bn < bn_count; bn += 2) {
       const bool pair = bn + 1 < bn_count;
       const int64_t step = passes::MmaLayout::kCols * l.warps_n();  // between a warp's column blocks
       llvm::Value* col = b_.CreateAdd(b_.CreateMul(warp_n, u32(8)), u32(bn * step));
       if (pair) col = b_.CreateAdd(col, b_.CreateMul(b_next, u32(step)));
-      llvm::Value* at = address(b_addr, N, b_.CreateAdd(b_row_in, u32(k0)), col);
+      llvm::Value* at = b_kmajor ? address(b_addr, K, b_.CreateAdd(col, row_in), b_.CreateAdd(b_k_in, u32(k0)))
+                                 : address(b_addr, N, b_.CreateAdd(b_row_in, u32(k0)), col);
       if (pair) {
-        auto r = unpack(inline_ptx("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {$0, $1, $2, $3}, [$4];",
-                                   "=r,=r,=r,=r,r", four, {at}, /*side_effects=*/true),
-                        4);
-        bf[static_cast<size_t>(bn)] = {r[0], r[1]};
-        bf[static_cast<size_t>(bn + 1)] = {r[2], r[3]};
+        auto r = unpack(
+            inline_ptx(fmt::format("ldmatrix.sync.aligned.m8n8.x4{}.shared.b16 {{$0, $1, $2, $3}}, [$4];", trans),
+                       "=r,=r,=r,=r,r", four, {at}, /*side_effects=*/true),
+            4);
+        bf[static_cast<size_t>(bn)] = split({r[0], r[1]});
+        bf[static_cast<size_t>(bn + 1)] = split({r[2], r[3]});
       } else {
         bf[static_cast<size_t>(bn)] =
-            unpack(inline_ptx("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {$0, $1}, [$2];", "=r,=r,r", two, {at},
-                              /*side_effects=*/true),
-                   2);
+            split(unpack(inline_ptx(fmt::format("ldmatrix.sync.aligned.m8n8.x2{}.shared.b16 {{$0, $1}}, [$2];", trans),
+                                    "=r,=r,r", two, {at}, /*side_effects=*/true),
+                         2));
       }
     }
     for (int64_t bm = 0; bm < bm_count; ++bm)
       for (int64_t bn = 0; bn < bn_count; ++bn) {
         size_t r = static_cast<size_t>((bm * bn_count + bn) * 4);
-        const auto& x = af[static_cast<size_t>(bm)];
-        const auto& y = bf[static_cast<size_t>(bn)];
-        llvm::Value* d = inline_ptx(mma, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", result,
-                                    {x[0], x[1], x[2], x[3], y[0], y[1], out[r], out[r + 1], out[r + 2], out[r + 3]});
-        for (unsigned e = 0; e < 4; ++e) out[r + e] = b_.CreateExtractValue(d, e);
+        const auto& [x, x_lo] = af[static_cast<size_t>(bm)];
+        const auto& [y, y_lo] = bf[static_cast<size_t>(bn)];
+        auto issue = [&](const Fragments& p, const Fragments& q) {
+          llvm::Value* d = inline_ptx(mma, mma_constraints, result,
+                                      {p[0], p[1], p[2], p[3], q[0], q[1], out[r], out[r + 1], out[r + 2], out[r + 3]});
+          for (unsigned e = 0; e < 4; ++e) out[r + e] = b_.CreateExtractValue(d, e);
+        };
+        if (!x_lo.empty()) {
+          issue(x_lo, y);
+          issue(x, y_lo);
+        }
+        issue(x, y);
       }
   }
   return out;
@@ -309,7 +362,7 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
     return b_.CreateGEP(b_.getInt8Ty(), smem0, at);
   };
   std::array<llvm::Value*, 2> at = {in_stage(0), in_stage(1)};
-  const bool b_kmajor = wgmma && wgmma_b_kmajor(bv);
+  const bool b_kmajor = dot_b_kmajor(op);
   const bool a_regs = wgmma && passes::wgmma_a_in_registers(op);
   if (!next_copy[0] && !once[0] && !a_regs) stage_dot_operand(a, at[0], 0, /*panels=*/wgmma);
   if (!next_copy[1] && !once[1]) stage_dot_operand(bv, at[1], 0, /*panels=*/wgmma, b_kmajor);
@@ -492,13 +545,14 @@ void Lowering::find_direct_copies() {
     if (op->kind != ir::OpKind::Dot) return;
     passes::DirectCopies d = passes::direct_copies(*op);
     for (int x = 0; x < 2; ++x) {
-      if (!d.next[x] || vector_width(*d.next[x]) < 2) continue;
-      if (std::any_of(d.first[x].begin(), d.first[x].end(), [&](const ir::Op* l) { return vector_width(*l) < 2; }))
-        continue;
+      // cp.async copies 4, 8 or 16 bytes.
+      auto narrow = [&](const ir::Op* l) { return vector_width(*l) * byte_size(l->result()->type.dtype()) < 4; };
+      if (!d.next[x] || narrow(d.next[x])) continue;
+      if (std::any_of(d.first[x].begin(), d.first[x].end(), narrow)) continue;
       // copy_to_shared's runs go along the lines of the operand in shared memory: a's rows, b's
-      // rows (N-major) or, on wgmma, columns (K-major, wgmma_b_kmajor).
+      // rows (N-major) or columns (K-major, dot_b_kmajor).
       const auto* l = dynamic_cast<const passes::BlockedLayout*>(layout(d.next[x]->operands[0]));
-      const int along = x == 1 && wgmma_dot(*op) && wgmma_b_kmajor(op->operands[1]) ? 0 : 1;
+      const int along = x == 1 && dot_b_kmajor(*op) ? 0 : 1;
       if (!l || l->order()[0] != along) continue;
       direct_loads_[d.next[x]] = {op, x, -1};
       for (size_t j = 0; j < d.first[x].size(); ++j) direct_loads_[d.first[x][j]] = {op, x, static_cast<int>(j)};
@@ -518,7 +572,8 @@ void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transpos
   const Shape& shape = res->type.shape();
   const size_t along = transposed ? 0 : 1;  // the dimension runs go along (vector_width's)
   const int vec = vector_width(load);
-  const int bytes = 2 * vec;  // 16-bit elements; 4, 8 or 16 bytes a copy
+  const int elem = byte_size(res->type.dtype());
+  const int bytes = elem * vec;  // 4, 8 or 16 bytes a copy (find_direct_copies)
   const Regs& ptrs = get(load.operands[0]);
   const Regs* mask = load.operands.size() > 1 ? &get(load.operands[1]) : nullptr;
   auto idx = indices(res->type);
@@ -526,7 +581,8 @@ void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transpos
   const std::string text =
       fmt::format("cp.async.{}.shared.global [$0], [$1], {}, $2;", bytes == 16 ? "cg" : "ca", bytes);
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
-    llvm::Value* offset = dot_operand_offset(idx[r][1 - along], idx[r][along], shape[1 - along], shape[along], panels);
+    llvm::Value* offset =
+        dot_operand_offset(idx[r][1 - along], idx[r][along], shape[1 - along], shape[along], panels, elem);
     llvm::Value* size = mask ? b_.CreateSelect((*mask)[r], b_.getInt32(static_cast<uint32_t>(bytes)), b_.getInt32(0))
                              : b_.getInt32(static_cast<uint32_t>(bytes));
     inline_ptx(text, "r,l,r,~{memory}", b_.getVoidTy(),
@@ -540,7 +596,7 @@ void Lowering::lower_direct_load(const ir::Op& load) {
   barrier();               // earlier users of the buffer's bytes are done
   const bool wgmma = wgmma_dot(*dot);
   copy_to_shared(load, dot_operand_at(*dot, x, b_.getInt32(static_cast<uint32_t>(buffer))),
-                 wgmma && x == 1 && wgmma_b_kmajor(dot->operands[1]), /*panels=*/wgmma);
+                 x == 1 && dot_b_kmajor(*dot), /*panels=*/wgmma);
   inline_ptx("cp.async.commit_group;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
 }
 

@@ -188,18 +188,22 @@ class Lowering {
   Regs lower_dot(const ir::Op& op);
   Regs lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l);
   Regs lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l);
-  // Stores a 16-bit tile [rows][cols] into swizzled shared memory at byte `base` of `smem`
+  // Stores a tile [rows][cols] into swizzled shared memory at byte `base` of `smem`
   // (DotToLLVM.cpp says how), in 16-byte stores where its layout allows.
-  // `transposed`: the array in shared memory is v's transpose (a K-major b for wgmma).
+  // `transposed`: the array in shared memory is v's transpose (a K-major b, dot_b_kmajor).
   void stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed = false);
   // Whether wgmma reads the dot operand b [K][N] K-major (transposed panels, imm-trans-b 0):
   // when its registers run along K, as a column-major tile's do, so that stores are vectors.
   bool wgmma_b_kmajor(const ir::Value* b);
+  // Whether the tensor-core dot `dot` reads b from a K-major array: wgmma_b_kmajor on wgmma,
+  // passes::mma_b_kmajor on mma.sync.
+  bool dot_b_kmajor(const ir::Op& dot);
   // Whether `dot`'s wgmma runs on into the next iteration of its loop (passes::wgmma_across_iterations).
   bool async_wgmma(const ir::Op& dot) const;
-  // The swizzled byte offset of element (row, col) of a 16-bit [rows][cols] dot operand in
-  // shared memory: row-major, or in panels of 64 columns (DotToLLVM.cpp).
-  llvm::Value* dot_operand_offset(llvm::Value* row, llvm::Value* col, int64_t rows, int64_t cols, bool panels);
+  // The swizzled byte offset of element (row, col) of a [rows][cols] dot operand of `bytes`-byte
+  // elements in shared memory: row-major, or (16-bit only) in panels of 64 columns (DotToLLVM.cpp).
+  llvm::Value* dot_operand_offset(llvm::Value* row, llvm::Value* col, int64_t rows, int64_t cols, bool panels,
+                                  int bytes = 2);
   // Fills direct_loads_: the loads passes::direct_copies names whose accesses cp.async can make
   // (4 bytes or more each).
   void find_direct_copies();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "ir/Semantics.h"
 #include "support/Error.h"
 
 namespace tiledsl::ir {
@@ -362,15 +363,17 @@ Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc, const s
          fmt::format("inner dimensions differ: a is {} and b is {} ({} != {})", shape_str(sa), shape_str(sb), sa[1],
                      sb[0]));
   DType ta = a->type.dtype(), tb = b->type.dtype();
-  auto ok = [](DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32; };
+  auto ok = [](DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::i8; };
   if (a->type.element().is_pointer() || b->type.element().is_pointer() || !ok(ta) || !ok(tb))
-    fail(loc, "dot", fmt::format("operands must be f16, bf16 or f32, got {} and {}", ty(a), ty(b)));
+    fail(loc, "dot", fmt::format("operands must be f16, bf16, f32 or i8, got {} and {}", ty(a), ty(b)));
   if (ta != tb) fail(loc, "dot", fmt::format("operands must have one dtype, got {} and {}", ty(a), ty(b)));
   std::vector<int64_t> out{sa[0], sb[1]};
-  Type result = Type::tile(out, scalar(DType::f32));
-  if (!acc) acc = full(out, constant(0.0, DType::f32, loc), loc, "dot");
+  const DType acc_type = dot_accumulator(ta);
+  Type result = Type::tile(out, scalar(acc_type));
+  if (!acc) acc = full(out, constant(0.0, acc_type, loc), loc, "dot");
   if (acc->type != result)
-    fail(loc, "dot", fmt::format("accumulator must be {} (f32, shape [M, N]), got {}", result.str(), ty(acc)));
+    fail(loc, "dot",
+         fmt::format("accumulator must be {} ({}, shape [M, N]), got {}", result.str(), name(acc_type), ty(acc)));
   Attrs attrs;
   if (!input_precision.empty() && input_precision != "ieee" && input_precision != "tf32" && input_precision != "tf32x3")
     fail(loc, "dot", fmt::format("input_precision must be ieee, tf32 or tf32x3, got '{}'", input_precision));

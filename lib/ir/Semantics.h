@@ -31,5 +31,7 @@ double int_to_float(DType from, int64_t x, DType to);
 // infinity); infinities and NaN unchanged. What dot's input_precision tf32 and tf32x3 apply to
 // f32 inputs.
 float round_to_tf32(float x);
+// The accumulator's (and result's) dtype of a dot of `in` inputs: i32 for i8, f32 otherwise.
+inline DType dot_accumulator(DType in) { return in == DType::i8 ? DType::i32 : DType::f32; }
 
 }  // namespace tiledsl::ir

@@ -10,6 +10,7 @@
 
 #include "ir/LayoutHooks.h"
 #include "ir/Printer.h"
+#include "ir/Semantics.h"
 #include "tiledsl/error.h"
 
 namespace tiledsl::ir {
@@ -367,12 +368,13 @@ class Verifier {
         break;
       case OpKind::Dot: {
         const auto &a = ty(0).shape(), &b = ty(1).shape();
-        auto ok_type = [](DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32; };
+        auto ok_type = [](DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::i8; };
         rule(is_number(ty(0)) && is_number(ty(1)) && ty(0).dtype() == ty(1).dtype() && ok_type(ty(0).dtype()),
-             "operands must be f16, bf16 or f32 tiles of one type");
-        rule(a.size() == 2 && b.size() == 2 && a[1] == b[0] && ty(2) == res(0) && res(0).dtype() == DType::f32 &&
-                 is_number(res(0)) && res(0).shape() == std::vector<int64_t>{a[0], b[1]},
-             "shapes must be [M, K] x [K, N] + [M, N] with an f32 accumulator");
+             "operands must be f16, bf16, f32 or i8 tiles of one type");
+        rule(a.size() == 2 && b.size() == 2 && a[1] == b[0] && ty(2) == res(0) &&
+                 res(0).dtype() == dot_accumulator(ty(0).dtype()) && is_number(res(0)) &&
+                 res(0).shape() == std::vector<int64_t>{a[0], b[1]},
+             "shapes must be [M, K] x [K, N] + [M, N] with an f32 accumulator (i32 for i8 operands)");
         rule(!o.attrs.count("input_precision") || ty(0).dtype() == DType::f32,
              "input_precision applies to f32 operands only");
         break;

@@ -54,8 +54,7 @@ class Assigner {
     std::unordered_set<const Op*> chained = chained_dots();
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind != OpKind::Dot) return;
-      if (const MmaLayout* m =
-              mma_layout_for(op->operands[0]->type, op->operands[1]->type, num_warps_, chained.count(op) != 0, wgmma_))
+      if (const MmaLayout* m = mma_layout_for(*op, num_warps_, chained.count(op) != 0, wgmma_))
         layout_[op->result()] = m;
     });
     // Values computed elementwise from loaded tiles prefer their loads' layout when no user

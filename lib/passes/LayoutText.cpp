@@ -288,11 +288,12 @@ std::string layout_problem(const ir::Op& op, int& num_warps) {
       if (!m) return "";
       const ir::Type a = op.operands[0]->type, b = op.operands[1]->type;
       const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-      if ((a.dtype() != DType::f16 && a.dtype() != DType::bf16) || M % (int64_t{MmaLayout::kRows} * m->warps_m()) ||
-          N % (int64_t{MmaLayout::kCols} * m->warps_n()) || K % 16)
+      const int k_step = mma_k(op);
+      if (!k_step || M % (int64_t{MmaLayout::kRows} * m->warps_m()) || N % (int64_t{MmaLayout::kCols} * m->warps_n()) ||
+          K % k_step)
         return fmt::format(
-            "an mma result needs f16 or bf16 operands and M, N, K multiples of 16 * warps_m, 8 * warps_n and 16; got "
-            "{} x {} -> {}",
+            "an mma result needs f16, bf16, i8 or (tf32 or tf32x3) f32 operands and M, N, K multiples of 16 * "
+            "warps_m, 8 * warps_n and the instruction's k (16; 32 for i8, 8 for f32); got {} x {} -> {}",
             a.str(), b.str(), op.result()->type.str());
       return "";
     }

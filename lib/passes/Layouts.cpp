@@ -387,7 +387,8 @@ bool wgmma_a_in_registers(const ir::Op& dot) {
 
 DotSmem dot_smem(const ir::Op& dot, bool wgmma) {
   const Shape &a = dot.operands[0]->type.shape(), &b = dot.operands[1]->type.shape();
-  const int64_t size[2] = {wgmma && wgmma_a_in_registers(dot) ? 0 : a[0] * a[1] * 2, b[0] * b[1] * 2};  // 16-bit
+  const int64_t bytes = byte_size(dot.operands[0]->type.dtype());
+  const int64_t size[2] = {wgmma && wgmma_a_in_registers(dot) ? 0 : a[0] * a[1] * bytes, b[0] * b[1] * bytes};
   const int count = dot_buffers(dot, wgmma);
   DotSmem out;
   for (int x = 0; x < 2; ++x) {
@@ -399,11 +400,30 @@ DotSmem dot_smem(const ir::Op& dot, bool wgmma) {
   return out;
 }
 
-const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first, bool wgmma) {
-  if (!a.is_tile() || !b.is_tile() || a.element().is_pointer() || a.dtype() != b.dtype()) return nullptr;
-  if (a.dtype() != DType::f16 && a.dtype() != DType::bf16) return nullptr;
+int mma_k(const ir::Op& dot) {
+  const ir::Type a = dot.operands[0]->type, b = dot.operands[1]->type;
+  if (!a.is_tile() || !b.is_tile() || a.element().is_pointer() || a.dtype() != b.dtype()) return 0;
+  switch (a.dtype()) {
+    case DType::f16:
+    case DType::bf16:
+      return 16;
+    case DType::i8:
+      return 32;
+    case DType::f32:
+      return dot.attrs.count("input_precision") && dot.attr_str("input_precision") != "ieee" ? 8 : 0;
+    default:
+      return 0;
+  }
+}
+
+bool mma_b_kmajor(const ir::Op& dot) { return mma_k(dot) != 16; }
+
+const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_first, bool wgmma) {
+  const int k_step = mma_k(dot);
+  if (!k_step) return nullptr;
+  const ir::Type a = dot.operands[0]->type, b = dot.operands[1]->type;
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-  if (M % MmaLayout::kRows || N % MmaLayout::kCols || K % 16) return nullptr;
+  if (M % MmaLayout::kRows || N % MmaLayout::kCols || K % k_step) return nullptr;
   if (wgmma && wgmma_takes(a, b, *MmaLayout::get(num_warps, 1))) return MmaLayout::get(num_warps, 1);
   // Warps go to whichever dimension has more blocks left per warp, rows first on ties (as the
   // row blocks are twice as tall); every warp must get a block of its own.

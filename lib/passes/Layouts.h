@@ -132,14 +132,23 @@ class MmaLayout final : public DistributedLayout {
   int wm_, wn_;
 };
 
-// The mma.sync layout for a dot of `a` [M, K] by `b` [K, N] with `num_warps` warps, or null when
-// the dot runs on FMA: the inputs must be f16 or bf16, and M, N, K multiples of 16, 8 and 16
-// large enough that no two warps compute the same block. `rows_first`: warps go along M while
+// The k extent of one mma.sync instruction for `dot`, 32 bytes of an operand's row: 16 for f16
+// and bf16 inputs (m16n8k16), 8 for f32 inputs whose input_precision is tf32 or tf32x3
+// (m16n8k8.tf32), 32 for i8 (m16n8k32.s8, i32 accumulator); 0 where tensor cores do not take the
+// dot's inputs (f32 with ieee precision).
+int mma_k(const ir::Op& dot);
+// Whether mma.sync reads `dot`'s b from a K-major array (b transposed, K along its lines) rather
+// than a row-major one: for 8- and 32-bit inputs, whose fragments ldmatrix cannot transpose.
+bool mma_b_kmajor(const ir::Op& dot);
+
+// The mma.sync layout for `dot` (a [M, K] by b [K, N]) with `num_warps` warps, or null when
+// the dot runs on FMA: mma_k must take its inputs, and M, N, K must be multiples of 16, 8 and
+// mma_k, large enough that no two warps compute the same block. `rows_first`: warps go along M while
 // each gets 16 rows of its own (dots in a chain, as attention's: a row then lives in one warp, so
 // row reductions stay in the warp, and both dots' rows have one layout).
 // `wgmma`: the target has warpgroup MMA (sm_90a); dots that wgmma_takes() accepts then get every
 // warp along M, which is the wgmma accumulator's layout.
-const MmaLayout* mma_layout_for(ir::Type a, ir::Type b, int num_warps, bool rows_first = false, bool wgmma = false);
+const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_first = false, bool wgmma = false);
 
 // Whether a dot of `a` [M, K] by `b` [K, N] whose result has layout `l` runs on
 // wgmma.mma_async.m64nNk16 (on sm_90a): 16-bit inputs, whole warpgroups along M only (warps_n 1,

@@ -175,17 +175,21 @@ Value* load_clone(Cloner& c, Op* load, int ahead, Value* cond) {
 bool deep(const Block& body, const Op* load, const PrefetchOptions& opts, const AxisInfoMap& info) {
   if (!zero_filled_load(load) || load->result()->type.shape().size() != 2) return false;
   const int fast = memory_fast_dim(*load, info);
-  if (memory_vector_width(*load, info, fast) < 2) return false;
+  if (memory_vector_width(*load, info, fast) * byte_size(load->result()->type.dtype()) < 4) return false;
   bool any = false;
   for (const auto& op : body.ops)
     for (size_t i = 0; i < op->operands.size(); ++i) {
       if (op->operands[i] != load->result()) continue;
       if (op->kind != OpKind::Dot || i > 1) return false;
       const Type a = op->operands[0]->type, b = op->operands[1]->type;
-      const MmaLayout* l = mma_layout_for(a, b, opts.num_warps, false, opts.wgmma);
+      const MmaLayout* l = mma_layout_for(*op, opts.num_warps, false, opts.wgmma);
       if (!l) return false;
-      const bool kmajor_ok = opts.wgmma && wgmma_takes(a, b, *l) && i == 1;
-      if (fast != 1 && !(kmajor_ok && fast == 0)) return false;
+      // The dimension along the lines of the operand's shared array: rows, except b's columns
+      // when the engine reads b K-major (wgmma may; mma.sync does for 8- and 32-bit inputs).
+      const bool wgmma = opts.wgmma && wgmma_takes(a, b, *l);
+      const bool kmajor_only = i == 1 && !wgmma && mma_b_kmajor(*op);
+      const bool kmajor_ok = i == 1 && (wgmma || kmajor_only);
+      if (kmajor_only ? fast != 0 : fast != 1 && !(kmajor_ok && fast == 0)) return false;
       any = true;
     }
   return any;

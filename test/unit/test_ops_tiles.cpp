@@ -59,7 +59,7 @@ std::vector<float> dot_ref(const std::vector<H<T>>& a, const std::vector<H<T>>& 
   return c;
 }
 
-template <class T>
+template <class T, tl::InputPrecision P = tl::InputPrecision::tf32>
 const tl::Kernel& matmul_kernel() {
   static const tl::Kernel k = tl::kernel(
       "matmul", {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"},
@@ -73,11 +73,47 @@ const tl::Kernel& matmul_kernel() {
           auto ka = k + rk;
           auto x = tl::load(a + rm(_, newaxis) * K + ka(newaxis, _), (rm(_, newaxis) < M) & (ka(newaxis, _) < K), 0.0);
           auto y = tl::load(b + ka(_, newaxis) * N + rn(newaxis, _), (ka(_, newaxis) < K) & (rn(newaxis, _) < N), 0.0);
-          acc = tl::dot(x, y, acc);
+          acc = tl::dot(x, y, acc, P);  // P: f32 inputs only (the default, tf32, otherwise)
         });
         tl::store(c + rm(_, newaxis) * N + rn(newaxis, _), acc, (rm(_, newaxis) < M) & (rn(newaxis, _) < N));
       });
   return k;
+}
+
+// The matmul of int8 a [M, K] and b [K, N] added to the i32 C it reads, i32 wrapping.
+const tl::Kernel& matmul_i8_kernel() {
+  static const tl::Kernel k = tl::kernel(
+      "matmul_i8", {"a", "b", "c", "M", "N", "K", "BM", "BN", "BK"},
+      [](tl::Ptr<int8_t> a, tl::Ptr<int8_t> b, tl::Ptr<int32_t> c, tl::Int M, tl::Int N, tl::Int K, tl::Constexpr BM,
+         tl::Constexpr BN, tl::Constexpr BK) {
+        auto rm = tl::program_id(0) * BM + tl::arange(0, BM);
+        auto rn = tl::program_id(1) * BN + tl::arange(0, BN);
+        auto rk = tl::arange(0, BK);
+        auto c_at = c + rm(_, newaxis) * N + rn(newaxis, _);
+        auto c_mask = (rm(_, newaxis) < M) & (rn(newaxis, _) < N);
+        auto acc = tl::load(c_at, c_mask, 0);
+        tl::range(0, K, BK, [&](tl::Int k) {
+          auto ka = k + rk;
+          auto x = tl::load(a + rm(_, newaxis) * K + ka(newaxis, _), (rm(_, newaxis) < M) & (ka(newaxis, _) < K), 0);
+          auto y = tl::load(b + ka(_, newaxis) * N + rn(newaxis, _), (ka(_, newaxis) < K) & (rn(newaxis, _) < N), 0);
+          acc = tl::dot(x, y, acc);
+        });
+        tl::store(c_at, acc, c_mask);
+      });
+  return k;
+}
+
+// The PTX of `kernel` compiled for these arguments contains `instruction` (where code generation
+// is built; nothing to check otherwise).
+template <class... Args>
+void require_instruction(const tl::Kernel& kernel, int warps, const std::string& instruction, const Args&... args) {
+#ifdef TILEDSL_ENABLE_CODEGEN
+  tl::CompiledKernel compiled = kernel.compile(tl::LaunchOptions{.num_warps = warps}, args...);
+  INFO(compiled.arch << ": " << instruction);
+  CHECK(compiled.ptx.find(instruction) != std::string::npos);
+#else
+  (void)kernel, (void)warps, (void)instruction, ((void)args, ...);
+#endif
 }
 }  // namespace
 
@@ -115,23 +151,106 @@ TEST_CASE("dot's input_precision: ieee, tf32 and tf32x3 on f32 inputs", "[interp
   k[tl::grid(1)](tensor<float>(a), tensor<float>(b), out[0], out[1], out[2], out[3]);
   const std::vector<float> zero(32 * 32, 0.0f);
   auto ieee = host<float>(out[0]), t32 = host<float>(out[1]), x3 = host<float>(out[2]);
-  require_equal(ieee, dot_ref<float>(a, b, zero, 32, 32, 16, "ieee"));
-  require_equal(t32, dot_ref<float>(a, b, zero, 32, 32, 16, "tf32"));
-  require_equal(x3, dot_ref<float>(a, b, zero, 32, 32, 16, "tf32x3"));
+  require_equal(ieee, dot_ref<float>(a, b, zero, 32, 32, 16, "ieee"));  // FMA on every engine
+  // On the GPU, tf32 and tf32x3 run on tensor cores (mma.sync.m16n8k8.tf32), which sum in their
+  // own order: tf32 is then within any f32 summation's bound of the exact sum of the tf32-rounded
+  // products (rounding to nearest, ties away, as cvt.rna; truncating instead would be off by up
+  // to 2^-11 of each product).
+  if (!on_gpu()) {
+    require_equal(t32, dot_ref<float>(a, b, zero, 32, 32, 16, "tf32"));
+    require_equal(x3, dot_ref<float>(a, b, zero, 32, 32, 16, "tf32x3"));
+  }
   require_equal(host<float>(out[3]), t32);
   CHECK(ieee != t32);
   for (int m = 0; m < 32; ++m)
     for (int n = 0; n < 32; ++n) {
-      double exact = 0, magnitude = 0;
+      double exact = 0, magnitude = 0, rounded = 0;
       for (int j = 0; j < 16; ++j) {
-        exact += static_cast<double>(a[m * 16 + j]) * b[j * 32 + n];
-        magnitude += std::fabs(static_cast<double>(a[m * 16 + j]) * b[j * 32 + n]);
+        const double p = static_cast<double>(a[m * 16 + j]) * b[j * 32 + n];
+        exact += p;
+        magnitude += std::fabs(p);
+        rounded += static_cast<double>(tf32(a[m * 16 + j])) * tf32(b[j * 32 + n]);
       }
       // tf32x3 drops lo*lo (2^-22 of a product) and rounds the split parts: within 2^-19 of the
       // magnitudes plus the f32 sum's own rounding; tf32 alone is off by up to 2^-10 of them.
-      CHECK(std::fabs(x3[m * 32 + n] - exact) <= (0x1p-19 + 3 * 16 * 0x1p-24) * magnitude);
+      CHECK(std::fabs(x3[m * 32 + n] - exact) <= (0x1p-19 + 2 * 3 * 16 * 0x1p-24) * magnitude);
       CHECK(std::fabs(t32[m * 32 + n] - exact) <= (0x1p-10 + 3 * 16 * 0x1p-24) * magnitude);
+      CHECK(std::fabs(t32[m * 32 + n] - rounded) <= 2 * 16 * 0x1p-24 * magnitude);
     }
+}
+
+// f32 inputs through a masked K loop on sizes that fill no block, with blocks the tensor cores
+// take (mma.sync.m16n8k8 on tf32 on every target, wgmma included) and one they do not (FMA):
+// tf32 within the summation bound of the exact sum of the tf32-rounded products, tf32x3 within
+// its bound of the exact product; where code generation is built, the PTX uses the instruction.
+TEST_CASE("tf32 and tf32x3 dots on tensor cores are within their bounds through a masked K loop", "[interp]") {
+  struct Case {
+    int M, N, K, BM, BN, BK, warps;
+  };
+  for (Case t : {Case{70, 45, 83, 32, 32, 32, 4}, Case{100, 77, 90, 64, 64, 16, 4}, Case{37, 29, 45, 16, 16, 8, 4},
+                 Case{130, 141, 70, 128, 64, 32, 8}}) {
+    INFO("blocks " << t.BM << "x" << t.BN << "x" << t.BK << ", " << t.warps << " warps");
+    auto a = uniform<float>(static_cast<size_t>(t.M * t.K), 451 + t.M, -3, 3);
+    auto b = uniform<float>(static_cast<size_t>(t.K * t.N), 452 + t.N, -3, 3);
+    auto at = tensor<float>(a, {t.M, t.K}), bt = tensor<float>(b, {t.K, t.N});
+    auto c1 = poison<float>({t.M, t.N}), c3 = poison<float>({t.M, t.N});
+    auto grid = tl::grid(tl::cdiv(t.M, t.BM), tl::cdiv(t.N, t.BN));
+    const auto& k1 = matmul_kernel<float>();
+    const auto& k3 = matmul_kernel<float, tl::InputPrecision::tf32x3>();
+    k1[grid].options({.num_warps = t.warps})(at, bt, c1, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+    k3[grid].options({.num_warps = t.warps})(at, bt, c3, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+    auto got1 = host<float>(c1), got3 = host<float>(c3);
+    for (int m = 0; m < t.M; ++m)
+      for (int n = 0; n < t.N; ++n) {
+        double exact = 0, magnitude = 0, rounded = 0;
+        for (int j = 0; j < t.K; ++j) {
+          const double p = static_cast<double>(a[m * t.K + j]) * b[j * t.N + n];
+          exact += p;
+          magnitude += std::fabs(p);
+          rounded += static_cast<double>(tf32(a[m * t.K + j])) * tf32(b[j * t.N + n]);
+        }
+        INFO("element (" << m << ", " << n << ")");
+        REQUIRE(std::fabs(got1[m * t.N + n] - rounded) <= 2 * t.K * 0x1p-24 * magnitude);
+        REQUIRE(std::fabs(got3[m * t.N + n] - exact) <= (0x1p-19 + 2 * 3 * t.K * 0x1p-24) * magnitude);
+      }
+    if (t.BM >= 32) {
+      const std::string mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+      require_instruction(k1, t.warps, mma, at, bt, c1, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+      require_instruction(k3, t.warps, mma, at, bt, c3, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+    }
+  }
+}
+
+// int8 inputs sum exactly in i32, wrapping past 2^31 (C starts near the ends of the i32 range),
+// through a masked K loop on sizes that fill no block: the same on the tensor cores
+// (mma.sync.m16n8k32.s8) and on FMA (blocks too small for them), bit for bit.
+TEST_CASE("int8 dots sum exactly in i32, wrapping, on tensor cores and FMA", "[interp]") {
+  struct Case {
+    int M, N, K, BM, BN, BK, warps;
+  };
+  for (Case t : {Case{70, 45, 100, 32, 32, 32, 4}, Case{100, 77, 150, 64, 64, 64, 4}, Case{37, 29, 45, 16, 16, 32, 4},
+                 Case{130, 141, 70, 128, 64, 32, 8}}) {
+    INFO("blocks " << t.BM << "x" << t.BN << "x" << t.BK << ", " << t.warps << " warps");
+    auto a = uniform<int8_t>(static_cast<size_t>(t.M * t.K), 461 + t.M, -128, 127);
+    auto b = uniform<int8_t>(static_cast<size_t>(t.K * t.N), 462 + t.N, -128, 127);
+    auto c0 = uniform<int32_t>(static_cast<size_t>(t.M * t.N), 463, -50, 50);
+    for (size_t i = 0; i < c0.size(); i += 2) c0[i] += c0[i] > 0 ? INT32_MAX - 60 : INT32_MIN + 60;
+    std::vector<int32_t> want(c0);
+    for (int m = 0; m < t.M; ++m)
+      for (int n = 0; n < t.N; ++n) {
+        uint32_t sum = static_cast<uint32_t>(c0[m * t.N + n]);
+        for (int j = 0; j < t.K; ++j) sum += static_cast<uint32_t>(a[m * t.K + j] * b[j * t.N + n]);
+        want[m * t.N + n] = static_cast<int32_t>(sum);
+      }
+    auto at = tensor<int8_t>(a, {t.M, t.K}), bt = tensor<int8_t>(b, {t.K, t.N});
+    auto c = tensor<int32_t>(c0, {t.M, t.N});
+    matmul_i8_kernel()[tl::grid(tl::cdiv(t.M, t.BM), tl::cdiv(t.N, t.BN))].options({.num_warps = t.warps})(
+        at, bt, c, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+    require_equal(host<int32_t>(c), want);
+    if (t.BM >= 32)
+      require_instruction(matmul_i8_kernel(), t.warps, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", at, bt, c,
+                          t.M, t.N, t.K, t.BM, t.BN, t.BK);
+  }
 }
 
 // Within the bound of any f32 summation order: |got - exact| <= 2 K 2^-24 (|c| + sum_k |a b|),
