@@ -593,8 +593,9 @@ int mma_probe() {
 // `tiledsl-bench attention`: the attention example's kernel on B4 H32 N4096 (TARGETS.md's
 // workload), head dim 128 and 64, causal or not, over a few block configurations; TFLOP/s counts
 // 4 N^2 D per (batch, head), half of it when causal. No reference runs in this process (cuDNN's
-// and Triton's figures come from the reference harness beside it).
-int attention_sweep() {
+// and Triton's figures come from the reference harness beside it). `only`, when not empty, keeps
+// the runs whose "D128 causal 64x64 w4 s3"-style name contains it (one kernel for a profiler).
+int attention_sweep(const std::string& only) {
   const int batch = 4, heads = 32, n = 4096;
   for (int d : {128, 64})
     for (int causal : {0, 1}) {
@@ -610,6 +611,10 @@ int attention_sweep() {
             std::array<int, 4>{64, 64, 4, 3}, std::array<int, 4>{32, 64, 4, 3}, std::array<int, 4>{128, 64, 8, 2},
             std::array<int, 4>{128, 64, 8, 3}, std::array<int, 4>{128, 128, 8, 2}, std::array<int, 4>{128, 128, 8, 3},
             std::array<int, 4>{64, 128, 4, 2}, std::array<int, 4>{64, 128, 4, 3}}) {
+        if (!only.empty() &&
+            fmt::format("D{}{} {}x{} w{} s{}", d, causal ? " causal" : "", bm, bn, warps, stages).find(only) ==
+                std::string::npos)
+          continue;
         auto launch = [&] {
           attention::attention_kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options(
               {.num_warps = warps, .num_stages = stages})(q, k, v, o, scale, n * heads * d, n * d, d, 1, heads, n, d,
@@ -626,6 +631,7 @@ int attention_sweep() {
                     stages, ms);
         if (ms < best) std::tie(best, chosen) = std::pair{ms, fmt::format("{}x{} w{} s{}", bm, bn, warps, stages)};
       }
+      if (chosen.empty()) continue;
       double flop = 4.0 * batch * heads * double(n) * n * d * (causal ? 0.5 : 1.0);
       std::string name = fmt::format("attention fwd bf16 B4 H32 N4096 D{}{} [{}]", d, causal ? " causal" : "", chosen);
       summary().add_row({name, num(best), num(flop / best / 1e9, 1), "TFLOP/s", "", ""});
@@ -696,10 +702,11 @@ int main(int argc, char** argv) {
   // `tiledsl-bench sweep --csv=PATH`: every workload over a range of sizes (see sweep).
   // `tiledsl-bench matmul --csv=PATH`: the sweep's matmul rows only.
   // `tiledsl-bench probe`: the mma.sync ceiling from hand-written PTX (see mma_probe).
-  // `tiledsl-bench attention`: the attention example's kernel on TARGETS.md's workload.
+  // `tiledsl-bench attention [--only=TEXT]`: the attention example's kernel on TARGETS.md's
+  // workload (--only: the runs whose name, as "D128 causal 64x64 w4 s3", contains TEXT).
   bool first_launch_only = false, cold_only = false, memory_only = false, sweep_only = false, probe_only = false,
        attention_only = false, matmul_only = false;
-  std::string csv;
+  std::string csv, only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "first-launch")
@@ -720,6 +727,8 @@ int main(int argc, char** argv) {
       return export_kernels(argv[i + 1]);
     else if (a.rfind("--csv=", 0) == 0)
       csv = a.substr(6);
+    else if (a.rfind("--only=", 0) == 0)
+      only = a.substr(7);
   }
 
   std::string why;
@@ -734,7 +743,11 @@ int main(int argc, char** argv) {
   std::printf("tiledsl-bench on %s\n", cu::device_info().name.c_str());
   if (sweep_only) return sweep(csv, matmul_only);
   if (probe_only) return mma_probe();
-  if (attention_only) return attention_sweep();
+  if (attention_only) {
+    const int rc = attention_sweep(only);
+    if (!csv.empty()) summary().write_csv(csv);
+    return rc;
+  }
   std::printf("%-40s %10.3f ms\n", "runtime start-up", start_ms);
   std::string no_nvjitlink;
   std::printf("PTX -> cubin: %s\n", cu::nvjitlink_available(&no_nvjitlink)

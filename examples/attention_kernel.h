@@ -37,10 +37,10 @@ inline const tl::Kernel attention_kernel = tl::kernel(
       auto acc = tl::zeros<float>({BLOCK_M, HEAD_DIM});
       // exp(x) = exp2(x * log2(e)): fold log2(e) into the scale once.
       auto qk_scale = sm_scale * 1.44269504f;
-      auto q_tile = tl::load(q_block, {0});  // rows past N load as zeros and are never stored
 
       // Causal programs stop at the last key block their rows can see.
       tl::Int hi = CAUSAL ? tl::minimum((start_m + 1) * BLOCK_M, N) : N;
+      auto q_tile = tl::load(q_block, {0});  // rows past N load as zeros and are never stored
       tl::range(0, hi, BLOCK_N, [&](tl::Int start_n) {
         auto k_tile = tl::load(k_block, {1});
         auto qk = tl::dot(q_tile, k_tile);
@@ -48,10 +48,11 @@ inline const tl::Kernel attention_kernel = tl::kernel(
         auto cols = start_n + offs_n(tl::newaxis, tl::_);
         auto keep = cols < N;
         if (CAUSAL) keep = keep & (offs_m(tl::_, tl::newaxis) >= cols);
-        qk = tl::where(keep, qk * qk_scale, -INFINITY);
-        // Every row sees key 0 in the first block, so m_ij is finite from then on and no row is all -inf.
-        auto m_ij = tl::maximum(m_i, tl::max(qk, 1));
-        auto p = tl::exp2(qk - m_ij(tl::_, tl::newaxis));
+        qk = tl::where(keep, qk, -INFINITY);
+        // Every row sees key 0 in the first block, so m_ij is finite from then on and no row is
+        // all -inf. The scale (> 0) applies to the row max, and qk * qk_scale - m_ij is one fma.
+        auto m_ij = tl::maximum(m_i, tl::max(qk, 1) * qk_scale);
+        auto p = tl::exp2(qk * qk_scale - m_ij(tl::_, tl::newaxis));
         auto alpha = tl::exp2(m_i - m_ij);
         l_i = l_i * alpha + tl::sum(p, 1);
         acc = acc * alpha(tl::_, tl::newaxis);

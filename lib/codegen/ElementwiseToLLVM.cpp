@@ -259,10 +259,13 @@ llvm::Value* Lowering::math(const ir::Op& op, llvm::Value* x, DType d) {
   }
   llvm::Type* t = x->getType();
   if (d == DType::f32 && (op.kind == OpKind::Exp || op.kind == OpKind::Exp2)) {
-    // As Triton: exp(x) = ex2.approx(x * log2(e)) — two instructions instead of libdevice's
-    // accurate expf (relative error about 2^-22, within the documented f32 tolerance).
+    // As Triton: exp(x) = ex2.approx.ftz(x * log2(e)) — two instructions instead of libdevice's
+    // accurate expf (relative error about 2^-22, within the documented f32 tolerance). ftz, as
+    // Triton's: without it ptxas wraps MUFU.EX2 in a compare, a halving and a squaring that keep
+    // results below 2^-126 subnormal (measured on attention's softmax: a quarter of the loop's
+    // instructions); with it those results are zero.
     llvm::Value* y = op.kind == OpKind::Exp ? b_.CreateFMul(x, llvm::ConstantFP::get(t, 1.4426950408889634)) : x;
-    return inline_ptx("ex2.approx.f32 $0, $1;", "=f,f", t, {y});
+    return inline_ptx("ex2.approx.ftz.f32 $0, $1;", "=f,f", t, {y});
   }
   switch (op.kind) {
     case OpKind::Sqrt:
