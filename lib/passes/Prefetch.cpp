@@ -181,13 +181,13 @@ bool deep(const Block& body, const Op* load, const PrefetchOptions& opts, const 
     for (size_t i = 0; i < op->operands.size(); ++i) {
       if (op->operands[i] != load->result()) continue;
       if (op->kind != OpKind::Dot || i > 1) return false;
+      const Type a = op->operands[0]->type, b = op->operands[1]->type;
       const MmaLayout* l = mma_layout_for(*op, opts.num_warps, false, opts.wgmma);
       if (!l) return false;
       // The dimension along the lines of the operand's shared array: rows, except b's columns
-      // when the engine reads b K-major (wgmma may, and must for tf32; mma.sync does for 8- and
-      // 32-bit inputs).
-      const bool wgmma = opts.wgmma && wgmma_takes(*op, *l);
-      const bool kmajor_only = i == 1 && (wgmma ? mma_k(*op) != 16 : mma_b_kmajor(*op));
+      // when the engine reads b K-major (wgmma may; mma.sync does for 8- and 32-bit inputs).
+      const bool wgmma = opts.wgmma && wgmma_takes(a, b, *l);
+      const bool kmajor_only = i == 1 && !wgmma && mma_b_kmajor(*op);
       const bool kmajor_ok = i == 1 && (wgmma || kmajor_only);
       if (kmajor_only ? fast != 0 : fast != 1 && !(kmajor_ok && fast == 0)) return false;
       any = true;
