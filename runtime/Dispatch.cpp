@@ -62,7 +62,7 @@ void launch_in_interpreter(const ir::Function& f, std::span<const ParamSpec> spe
       case ParamKind::pointer:
         a.kind = InterpArg::pointer;
         a.base = args[i].t->data_ptr();
-        a.bytes = args[i].t->nbytes();
+        a.bytes = args[i].t->span_bytes();  // a strided view (Tensor::from_blob) spans more
         break;
       case ParamKind::f32:
         a.kind = InterpArg::floating;
@@ -158,7 +158,11 @@ Comparisons comparisons() { return {compared.load(), not_comparable.load()}; }
 void launch_compared_with_interpreter(const GpuKernel& k, const ir::Function& f, std::span<const ParamSpec> specs,
                                       std::span<const std::string> names, std::span<const LaunchArg> args, Dim3 grid,
                                       void* stream, const std::string& where) {
-  if (!comparable(f)) {
+  // Host copies are row-major: a strided view (Tensor::from_blob) would be addressed wrongly.
+  const bool strided = std::any_of(args.begin(), args.end(), [](const LaunchArg& a) {
+    return a.kind == LaunchArg::tensor && !a.t->is_contiguous();
+  });
+  if (!comparable(f) || strided) {
     ++not_comparable;
     return launch_on_gpu(k, specs, args, grid, stream);
   }

@@ -12,15 +12,21 @@
 namespace tiledsl {
 
 // Host memory (64-byte aligned like a device allocation) for the interpreter, or device memory.
+// Or memory the caller owns (from_blob): freed by its deleter, or not at all.
 struct Tensor::Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
   Device device = Device::cpu;
+  bool owned = true;
+  std::function<void(void*)> deleter;
   ~Storage() {
-    if (device == Device::cpu)
+    if (!owned) {
+      if (deleter) deleter(ptr);
+    } else if (device == Device::cpu) {
       std::free(ptr);
-    else if (const cuda::Driver* d = cuda::driver())
+    } else if (const cuda::Driver* d = cuda::driver()) {
       d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr));
+    }
   }
 };
 
@@ -100,6 +106,61 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device devi
   return t;
 }
 
+Tensor Tensor::from_blob(void* data, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                         DType dtype, Device device, std::function<void(void*)> deleter) {
+  check_shape(shape, dtype);
+  if (strides.size() != shape.size())
+    throw Error(fmt::format("Tensor::from_blob: {} strides for a shape of {} dimensions ([{}])", strides.size(),
+                            shape.size(), fmt::join(shape, ", ")));
+  int64_t last = 0;  // the last element's offset, which must fit (in bytes) in 63 bits
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (strides[d] < 0)
+      throw Error(fmt::format("Tensor::from_blob: negative stride in [{}]", fmt::join(strides, ", ")));
+    int64_t step = 0;
+    if (shape[d] > 0 &&
+        (__builtin_mul_overflow(shape[d] - 1, strides[d], &step) || __builtin_add_overflow(last, step, &last) ||
+         __builtin_mul_overflow(last + 1, int64_t{byte_size(dtype)}, &step)))
+      throw Error(fmt::format("Tensor::from_blob: shape [{}] with strides [{}] spans more than 2^63 bytes",
+                              fmt::join(shape, ", "), fmt::join(strides, ", ")));
+  }
+  Tensor t;
+  t.shape_ = shape;
+  t.strides_ = strides;
+  t.dtype_ = dtype;
+  const size_t span = t.span_bytes();
+  if (!data && span) throw Error("Tensor::from_blob: null data for a non-empty tensor");
+  t.storage_ = std::make_shared<Storage>();
+  t.storage_->ptr = data;
+  t.storage_->bytes = span;
+  t.storage_->device = device;
+  t.storage_->owned = false;
+  t.storage_->deleter = std::move(deleter);
+  return t;
+}
+
+Tensor Tensor::from_blob(void* data, const std::vector<int64_t>& shape, DType dtype, Device device,
+                         std::function<void(void*)> deleter) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return from_blob(data, shape, strides, dtype, device, std::move(deleter));
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expect = 1;
+  for (size_t d = shape_.size(); d-- > 0;) {
+    if (shape_[d] != 1 && strides_[d] != expect) return false;
+    expect *= shape_[d];
+  }
+  return true;
+}
+
+size_t Tensor::span_bytes() const {
+  if (numel() == 0) return 0;
+  int64_t last = 0;  // the offset of the last element, in elements
+  for (size_t d = 0; d < shape_.size(); ++d) last += (shape_[d] - 1) * strides_[d];
+  return static_cast<size_t>(last + 1) * static_cast<size_t>(byte_size(dtype_));
+}
+
 Tensor Tensor::zeros(const std::vector<int64_t>& shape, DType dtype, Device device) {
   return generate(shape, dtype, device, [] { return 0.0; });
 }
@@ -142,22 +203,65 @@ std::vector<double> Tensor::to_double() const {
   return out;
 }
 
-void Tensor::copy_from_host(const void* src) {
+namespace {
+// The byte offset of each element of a tensor of `shape` and `strides`, in row-major order.
+std::vector<size_t> element_offsets(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                                    size_t size) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<size_t> out(static_cast<size_t>(n));
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (size_t j = 0; j < out.size(); ++j) {
+    int64_t off = 0;
+    for (size_t d = 0; d < shape.size(); ++d) off += idx[d] * strides[d];
+    out[j] = static_cast<size_t>(off) * size;
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+// Raw bytes [0, bytes) from data_ptr(), to or from the host.
+void Tensor::copy_span_from_host(const void* src, size_t bytes) {
+  if (!bytes) return;
   if (device() == Device::cpu)
-    std::memcpy(data_ptr(), src, nbytes());
-  else if (nbytes())
-    cuda::check(
-        gpu("Tensor::copy_from_host").cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), src, nbytes()),
-        "cuMemcpyHtoD");
+    std::memcpy(data_ptr(), src, bytes);
+  else
+    cuda::check(gpu("Tensor::copy_from_host").cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), src, bytes),
+                "cuMemcpyHtoD");
+}
+
+void Tensor::copy_span_to_host(void* dst, size_t bytes) const {
+  if (!bytes) return;
+  if (device() == Device::cpu)
+    std::memcpy(dst, data_ptr(), bytes);
+  else
+    cuda::check(gpu("Tensor::copy_to_host").cuMemcpyDtoH(dst, reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), bytes),
+                "cuMemcpyDtoH");
+}
+
+// A strided tensor goes through a host copy of the bytes it spans: gathered out of it, or
+// scattered into it (the bytes between its elements are written back as they were).
+void Tensor::copy_from_host(const void* src) {
+  if (is_contiguous()) return copy_span_from_host(src, nbytes());
+  const size_t size = static_cast<size_t>(byte_size(dtype_));
+  std::vector<char> span(span_bytes());
+  copy_span_to_host(span.data(), span.size());
+  const char* s = static_cast<const char*>(src);
+  for (size_t off : element_offsets(shape_, strides_, size)) std::memcpy(span.data() + off, s, size), s += size;
+  copy_span_from_host(span.data(), span.size());
 }
 
 void Tensor::copy_to_host(void* dst) const {
-  if (device() == Device::cpu)
-    std::memcpy(dst, data_ptr(), nbytes());
-  else if (nbytes())
-    cuda::check(
-        gpu("Tensor::copy_to_host").cuMemcpyDtoH(dst, reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), nbytes()),
-        "cuMemcpyDtoH");
+  if (is_contiguous()) return copy_span_to_host(dst, nbytes());
+  const size_t size = static_cast<size_t>(byte_size(dtype_));
+  std::vector<char> span(span_bytes());
+  copy_span_to_host(span.data(), span.size());
+  char* d = static_cast<char*>(dst);
+  for (size_t off : element_offsets(shape_, strides_, size)) std::memcpy(d, span.data() + off, size), d += size;
 }
 
 Tensor Tensor::to(Device d) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,15 @@ class Tensor {
   // Uniform integers in [lo, hi).
   static Tensor randint(const std::vector<int64_t>& shape, int64_t lo, int64_t hi, uint64_t seed = 0,
                         DType dtype = DType::i32, Device device = default_device());
+  // A view of memory the caller owns (host memory for the interpreter, device memory for the
+  // GPU), as torch.from_blob: no copy. `strides` in elements, non-negative (row-major when not
+  // given); kernels that take the strides as arguments honour them. `deleter`, when given, is
+  // called with `data` once the last tensor sharing this storage is gone; without one the memory
+  // is only borrowed and must outlive the tensor and every launch that uses it.
+  static Tensor from_blob(void* data, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                          DType dtype, Device device = Device::cpu, std::function<void(void*)> deleter = {});
+  static Tensor from_blob(void* data, const std::vector<int64_t>& shape, DType dtype, Device device = Device::cpu,
+                          std::function<void(void*)> deleter = {});
   // Copies host data of element type T; `shape` defaults to 1-D.
   template <class T>
   static Tensor from_host(const std::vector<T>& data, std::vector<int64_t> shape = {},
@@ -58,10 +68,11 @@ class Tensor {
     copy_to_host(out.data());
     return out;
   }
-  // A copy on `device` (the same tensor when it is already there).
+  // A copy on `device` (the same tensor when it is already there; a copy is row-major).
   Tensor to(Device device) const;
-  // The elements converted to double, whatever the dtype.
+  // The elements converted to double, whatever the dtype, in row-major order.
   std::vector<double> to_double() const;
+  // numel() elements in row-major order, from or to host memory (through the strides).
   void copy_from_host(const void* src);
   void copy_to_host(void* dst) const;
 
@@ -73,6 +84,11 @@ class Tensor {
   DType dtype() const { return dtype_; }
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * static_cast<size_t>(byte_size(dtype_)); }
+  // Whether the strides are row-major (dimensions of size 1 aside).
+  bool is_contiguous() const;
+  // The bytes from data_ptr() that the elements span (nbytes() when contiguous): what a kernel
+  // may address through this tensor.
+  size_t span_bytes() const;
   void* data_ptr() const;
   Device device() const;
   bool defined() const { return storage_ != nullptr; }
@@ -80,6 +96,8 @@ class Tensor {
   struct Storage;
 
  private:
+  void copy_span_from_host(const void* src, size_t bytes);
+  void copy_span_to_host(void* dst, size_t bytes) const;
   std::shared_ptr<Storage> storage_;
   std::vector<int64_t> shape_, strides_;
   DType dtype_ = DType::f32;

@@ -1,0 +1,135 @@
+// Tensors on memory the caller owns (Tensor::from_blob, issue 16): kernels read and write it in
+// place through the strides they are given, the deleter runs once when the last tensor sharing
+// the storage is gone, and bad views are errors. On the interpreter the memory is host memory; on
+// the GPU the same tests borrow device memory from a tensor the test allocates.
+#include "ops_util.h"
+
+using namespace opt;
+
+namespace {
+using tl::_;
+using tl::newaxis;
+
+// out[i, j] = 2 * x[i, j] + 1 over an [M, N] tile, each tensor addressed through its own strides.
+const tl::Kernel& affine_2d() {
+  static const tl::Kernel k = tl::kernel(
+      "affine_2d", {"x", "out", "M", "N", "sxm", "sxn", "som", "son", "BM", "BN"},
+      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N, tl::Int sxm, tl::Int sxn, tl::Int som,
+         tl::Int son, tl::Constexpr BM, tl::Constexpr BN) {
+        auto rm = tl::program_id(0) * BM + tl::arange(0, BM);
+        auto rn = tl::program_id(1) * BN + tl::arange(0, BN);
+        auto mask = (rm(_, newaxis) < M) & (rn(newaxis, _) < N);
+        auto v = tl::load(x + rm(_, newaxis) * sxm + rn(newaxis, _) * sxn, mask);
+        tl::store(out + rm(_, newaxis) * som + rn(newaxis, _) * son, v * 2.0f + 1.0f, mask);
+      });
+  return k;
+}
+
+void launch_affine(const tl::Tensor& x, const tl::Tensor& out) {
+  const int M = static_cast<int>(x.size(0)), N = static_cast<int>(x.size(1));
+  affine_2d()[tl::grid(tl::cdiv(M, 16), tl::cdiv(N, 16))](
+      x, out, M, N, static_cast<int>(x.stride(0)), static_cast<int>(x.stride(1)), static_cast<int>(out.stride(0)),
+      static_cast<int>(out.stride(1)), 16, 16);
+}
+
+// `bytes` of memory on the default device, owned by the returned tensor (a u8 tensor), filled with
+// `fill` (host memory for the interpreter, device memory on the GPU): what a caller would own.
+tl::Tensor owner(size_t bytes, uint8_t fill) {
+  tl::Tensor t = tl::Tensor::empty({static_cast<int64_t>(bytes)}, tl::DType::u8);
+  std::vector<uint8_t> v(bytes, fill);
+  t.copy_from_host(v.data());
+  return t;
+}
+}  // namespace
+
+TEST_CASE("from_blob: a kernel writes the caller's memory in place; the deleter runs once", "[interp]") {
+  const int M = 37, N = 29;
+  auto xs = uniform<float>(M * N, 601, -4, 4);
+  tl::Tensor x_mem = owner(M * N * 4, 0), out_mem = owner(M * N * 4, 0x5a);
+  x_mem.copy_from_host(xs.data());
+  int deleted = 0;
+  {
+    auto x = tl::Tensor::from_blob(x_mem.data_ptr(), {M, N}, tl::DType::f32, x_mem.device());
+    auto out = tl::Tensor::from_blob(out_mem.data_ptr(), {M, N}, tl::DType::f32, out_mem.device(),
+                                     [&](void* p) { deleted += p == out_mem.data_ptr(); });
+    REQUIRE(x.is_contiguous());
+    REQUIRE(x.span_bytes() == x.nbytes());
+    REQUIRE(x.data_ptr() == x_mem.data_ptr());
+    launch_affine(x, out);
+    tl::Tensor copy = out;  // shares the storage: the deleter waits for both
+    (void)copy;
+    CHECK(deleted == 0);
+  }
+  CHECK(deleted == 1);
+  // The result is in the owner's memory, which outlives the views.
+  std::vector<float> got(M * N);
+  out_mem.copy_to_host(got.data());
+  for (int i = 0; i < M * N; ++i) REQUIRE(got[i] == xs[i] * 2.0f + 1.0f);
+}
+
+TEST_CASE("from_blob: strided views (padded rows, a transpose) are read and written through their strides",
+          "[interp]") {
+  const int M = 21, N = 13, ld = 16;  // rows of 13 elements 16 apart: 3 padding elements per row
+  auto xs = uniform<float>(M * ld, 602, -4, 4);
+  tl::Tensor x_mem = owner(M * ld * 4, 0), out_mem = owner(N * M * 4 + 64, 0x77);
+  x_mem.copy_from_host(xs.data());
+  auto x = tl::Tensor::from_blob(x_mem.data_ptr(), {M, N}, {ld, 1}, tl::DType::f32, x_mem.device());
+  // out is the transpose of an [N, M] row-major array: out[i, j] lives at j * M + i.
+  auto out = tl::Tensor::from_blob(out_mem.data_ptr(), {M, N}, {1, M}, tl::DType::f32, out_mem.device());
+  CHECK(!x.is_contiguous());
+  CHECK(!out.is_contiguous());
+  CHECK(x.span_bytes() == static_cast<size_t>(((M - 1) * ld + N) * 4));
+  CHECK(out.span_bytes() == static_cast<size_t>(N * M * 4));
+  // Gathered in row-major order through the strides.
+  auto xd = x.to_double();
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) REQUIRE(xd[i * N + j] == xs[i * ld + j]);
+  launch_affine(x, out);
+  std::vector<uint8_t> raw(N * M * 4 + 64);
+  out_mem.copy_to_host(raw.data());
+  std::vector<float> arr(N * M);
+  std::memcpy(arr.data(), raw.data(), arr.size() * 4);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) REQUIRE(arr[j * M + i] == xs[i * ld + j] * 2.0f + 1.0f);
+  for (size_t b = N * M * 4; b < raw.size(); ++b) REQUIRE(raw[b] == 0x77);  // past the view: untouched
+  // to_host gathers; copy_from_host scatters and leaves the padding as it was.
+  auto od = out.to_host<float>();
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) REQUIRE(od[i * N + j] == arr[j * M + i]);
+  std::vector<float> fresh(M * N);
+  for (int i = 0; i < M * N; ++i) fresh[i] = static_cast<float>(i) - 100.0f;
+  x.copy_from_host(fresh.data());
+  std::vector<float> back(M * ld);
+  x_mem.copy_to_host(back.data());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < ld; ++j) REQUIRE(back[i * ld + j] == (j < N ? fresh[i * N + j] : xs[i * ld + j]));
+  // to() on the tensor's own device is the tensor itself, strides and all (as torch's).
+  auto c = x.to(x.device());
+  CHECK(c.data_ptr() == x.data_ptr());
+  CHECK(c.strides() == x.strides());
+}
+
+TEST_CASE("from_blob: null data, stride counts, negative strides and overflowing spans are errors", "[unit]") {
+  float buf[8] = {};
+  auto message = [](auto&& make) {
+    try {
+      make();
+    } catch (const tl::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(message([&] { tl::Tensor::from_blob(nullptr, {2, 3}, tl::DType::f32); }),
+             Catch::Contains("null data for a non-empty tensor"));
+  CHECK(tl::Tensor::from_blob(nullptr, {0, 3}, tl::DType::f32).numel() == 0);  // empty: no memory needed
+  CHECK_THAT(message([&] { tl::Tensor::from_blob(buf, {2, 3}, {3}, tl::DType::f32); }),
+             Catch::Contains("1 strides for a shape of 2 dimensions ([2, 3])"));
+  CHECK_THAT(message([&] { tl::Tensor::from_blob(buf, {2, 3}, {-3, 1}, tl::DType::f32); }),
+             Catch::Contains("negative stride in [-3, 1]"));
+  CHECK_THAT(message([&] { tl::Tensor::from_blob(buf, {2, 3}, {int64_t{1} << 62, 1}, tl::DType::f32); }),
+             Catch::Contains("spans more than 2^63 bytes"));
+  CHECK_THAT(message([&] { tl::Tensor::from_blob(buf, {-1}, tl::DType::f32); }), Catch::Contains("negative dimension"));
+  // A broadcast view (stride 0) is fine: every row is the same 3 floats.
+  auto b = tl::Tensor::from_blob(buf, {4, 3}, {0, 1}, tl::DType::f32);
+  CHECK(b.span_bytes() == 12);
+}
