@@ -2,7 +2,7 @@
 # Installs the Debian packages tiledsl builds with, when any is missing; silent otherwise.
 # Sourced by run-tests.sh and run-examples.sh.
 set -euo pipefail
-tiledsl_packages=(llvm-19-dev llvm-19-tools libfmt-dev libxxhash-dev catch2 cmake ninja-build g++ clang-format python3-matplotlib)
+tiledsl_packages=(llvm-19-dev llvm-19-tools libfmt-dev libxxhash-dev libdlpack-dev catch2 cmake ninja-build g++ clang-format python3-matplotlib)
 missing=()
 for p in "${tiledsl_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,6 +11,8 @@
 #include "tiledsl/dtype.h"
 #include "tiledsl/error.h"
 
+struct DLManagedTensor;  // <dlpack/dlpack.h> (DLPack 0.6, Debian's libdlpack-dev)
+
 namespace tiledsl {
 
 enum class Device { cpu, cuda };
@@ -46,6 +48,14 @@ class Tensor {
                           DType dtype, Device device = Device::cpu, std::function<void(void*)> deleter = {});
   static Tensor from_blob(void* data, const std::vector<int64_t>& shape, DType dtype, Device device = Device::cpu,
                           std::function<void(void*)> deleter = {});
+  // DLPack import: a view of `managed`'s memory (kDLCPU, or kDLCUDA device 0), taking ownership:
+  // its deleter runs once the last tensor sharing the storage is gone (also when the import fails).
+  // Every dtype DLPack 0.6 names that tiledsl has (int, uint and float of 8-64 bits, bfloat16),
+  // lanes 1; strides and byte_offset honoured.
+  static Tensor from_dlpack(DLManagedTensor* managed);
+  // DLPack export: a DLManagedTensor sharing this tensor's storage (kept alive until the
+  // consumer calls its deleter), with its shape and strides. bool and fp8 have no DLPack 0.6 type.
+  DLManagedTensor* to_dlpack() const;
   // Copies host data of element type T; `shape` defaults to 1-D.
   template <class T>
   static Tensor from_host(const std::vector<T>& data, std::vector<int64_t> shape = {},

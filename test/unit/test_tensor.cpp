@@ -2,6 +2,8 @@
 // place through the strides they are given, the deleter runs once when the last tensor sharing
 // the storage is gone, and bad views are errors. On the interpreter the memory is host memory; on
 // the GPU the same tests borrow device memory from a tensor the test allocates.
+#include <dlpack/dlpack.h>
+
 #include "ops_util.h"
 
 using namespace opt;
@@ -12,16 +14,16 @@ using tl::newaxis;
 
 // out[i, j] = 2 * x[i, j] + 1 over an [M, N] tile, each tensor addressed through its own strides.
 const tl::Kernel& affine_2d() {
-  static const tl::Kernel k = tl::kernel(
-      "affine_2d", {"x", "out", "M", "N", "sxm", "sxn", "som", "son", "BM", "BN"},
-      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N, tl::Int sxm, tl::Int sxn, tl::Int som,
-         tl::Int son, tl::Constexpr BM, tl::Constexpr BN) {
-        auto rm = tl::program_id(0) * BM + tl::arange(0, BM);
-        auto rn = tl::program_id(1) * BN + tl::arange(0, BN);
-        auto mask = (rm(_, newaxis) < M) & (rn(newaxis, _) < N);
-        auto v = tl::load(x + rm(_, newaxis) * sxm + rn(newaxis, _) * sxn, mask);
-        tl::store(out + rm(_, newaxis) * som + rn(newaxis, _) * son, v * 2.0f + 1.0f, mask);
-      });
+  static const tl::Kernel k =
+      tl::kernel("affine_2d", {"x", "out", "M", "N", "sxm", "sxn", "som", "son", "BM", "BN"},
+                 [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int M, tl::Int N, tl::Int sxm, tl::Int sxn, tl::Int som,
+                    tl::Int son, tl::Constexpr BM, tl::Constexpr BN) {
+                   auto rm = tl::program_id(0) * BM + tl::arange(0, BM);
+                   auto rn = tl::program_id(1) * BN + tl::arange(0, BN);
+                   auto mask = (rm(_, newaxis) < M) & (rn(newaxis, _) < N);
+                   auto v = tl::load(x + rm(_, newaxis) * sxm + rn(newaxis, _) * sxn, mask);
+                   tl::store(out + rm(_, newaxis) * som + rn(newaxis, _) * son, v * 2.0f + 1.0f, mask);
+                 });
   return k;
 }
 
@@ -119,17 +121,128 @@ TEST_CASE("from_blob: null data, stride counts, negative strides and overflowing
     }
     return std::string("no error");
   };
-  CHECK_THAT(message([&] { tl::Tensor::from_blob(nullptr, {2, 3}, tl::DType::f32); }),
+  CHECK_THAT(message([&] {
+               tl::Tensor::from_blob(nullptr, {2, 3}, tl::DType::f32);
+             }),
              Catch::Contains("null data for a non-empty tensor"));
   CHECK(tl::Tensor::from_blob(nullptr, {0, 3}, tl::DType::f32).numel() == 0);  // empty: no memory needed
-  CHECK_THAT(message([&] { tl::Tensor::from_blob(buf, {2, 3}, {3}, tl::DType::f32); }),
+  CHECK_THAT(message([&] {
+               tl::Tensor::from_blob(buf, {2, 3}, {3}, tl::DType::f32);
+             }),
              Catch::Contains("1 strides for a shape of 2 dimensions ([2, 3])"));
-  CHECK_THAT(message([&] { tl::Tensor::from_blob(buf, {2, 3}, {-3, 1}, tl::DType::f32); }),
+  CHECK_THAT(message([&] {
+               tl::Tensor::from_blob(buf, {2, 3}, {-3, 1}, tl::DType::f32);
+             }),
              Catch::Contains("negative stride in [-3, 1]"));
-  CHECK_THAT(message([&] { tl::Tensor::from_blob(buf, {2, 3}, {int64_t{1} << 62, 1}, tl::DType::f32); }),
+  CHECK_THAT(message([&] {
+               tl::Tensor::from_blob(buf, {2, 3}, {int64_t{1} << 62, 1}, tl::DType::f32);
+             }),
              Catch::Contains("spans more than 2^63 bytes"));
   CHECK_THAT(message([&] { tl::Tensor::from_blob(buf, {-1}, tl::DType::f32); }), Catch::Contains("negative dimension"));
   // A broadcast view (stride 0) is fine: every row is the same 3 floats.
   auto b = tl::Tensor::from_blob(buf, {4, 3}, {0, 1}, tl::DType::f32);
   CHECK(b.span_bytes() == 12);
+}
+
+// --- DLPack ---------------------------------------------------------------------------------
+
+namespace {
+// A producer's tensor, as another framework would hand it over: a DLManagedTensor over `bytes`
+// of the default device's memory, strided, with an offset, whose deleter counts its calls.
+struct Producer {
+  tl::Tensor memory;
+  std::vector<int64_t> shape, strides;
+  DLManagedTensor managed{};
+  int deleted = 0;
+  Producer(size_t bytes, std::vector<int64_t> shp, std::vector<int64_t> str, DLDataType type, uint64_t offset)
+      : memory(owner(bytes, 0)), shape(std::move(shp)), strides(std::move(str)) {
+    DLTensor& t = managed.dl_tensor;
+    t.data = memory.data_ptr();
+    t.device = DLDevice{memory.device() == tl::Device::cuda ? kDLCUDA : kDLCPU, 0};
+    t.ndim = static_cast<int32_t>(shape.size());
+    t.dtype = type;
+    t.shape = shape.data();
+    t.strides = strides.empty() ? nullptr : strides.data();
+    t.byte_offset = offset;
+    managed.manager_ctx = this;
+    managed.deleter = [](DLManagedTensor* m) { ++static_cast<Producer*>(m->manager_ctx)->deleted; };
+  }
+};
+}  // namespace
+
+TEST_CASE("DLPack: every dtype DLPack 0.6 names goes out and back without a copy", "[interp]") {
+  for (tl::DType d :
+       {tl::DType::i8, tl::DType::i16, tl::DType::i32, tl::DType::i64, tl::DType::u8, tl::DType::u16, tl::DType::u32,
+        tl::DType::u64, tl::DType::f16, tl::DType::bf16, tl::DType::f32, tl::DType::f64}) {
+    INFO(tl::name(d));
+    auto t = tl::Tensor::randint({7, 5}, 0, 100, 603, d);
+    const auto want = t.to_double();
+    DLManagedTensor* m = t.to_dlpack();
+    CHECK(m->dl_tensor.data == t.data_ptr());
+    CHECK(m->dl_tensor.ndim == 2);
+    CHECK(m->dl_tensor.shape[0] == 7);
+    CHECK(m->dl_tensor.strides[0] == 5);
+    CHECK(m->dl_tensor.dtype.bits == 8 * tl::byte_size(d));
+    CHECK(m->dl_tensor.dtype.lanes == 1);
+    tl::Tensor back = tl::Tensor::from_dlpack(m);  // takes ownership: its storage calls m's deleter
+    CHECK(back.dtype() == d);
+    CHECK(back.data_ptr() == t.data_ptr());
+    CHECK(back.shape() == t.shape());
+    CHECK(back.to_double() == want);
+  }
+  // The export keeps the storage alive after the exporting tensor is gone.
+  DLManagedTensor* m = nullptr;
+  std::vector<double> want;
+  {
+    auto t = tl::Tensor::randn({33}, 604);
+    want = t.to_double();
+    m = t.to_dlpack();
+  }
+  auto back = tl::Tensor::from_dlpack(m);
+  CHECK(back.to_double() == want);
+  // Types DLPack 0.6 has no name for.
+  auto flags = tl::Tensor::zeros({4}, tl::DType::i1);
+  CHECK_THROWS_WITH(flags.to_dlpack(), Catch::Contains("i1 has no DLPack 0.6 type"));
+}
+
+TEST_CASE("DLPack: a strided import with a byte offset is a kernel's input and output in place", "[interp]") {
+  const int M = 19, N = 11, ld = 14, skip = 3;  // [M, N] in rows of 14 floats, 3 floats in
+  auto xs = uniform<float>(M * ld + skip, 605, -4, 4);
+  Producer in(xs.size() * 4, {M, N}, {ld, 1}, DLDataType{kDLFloat, 32, 1}, skip * 4);
+  in.memory.copy_from_host(xs.data());
+  Producer out(N * M * 4, {M, N}, {1, M}, DLDataType{kDLFloat, 32, 1}, 0);  // a transposed output
+  {
+    auto x = tl::Tensor::from_dlpack(&in.managed);
+    auto o = tl::Tensor::from_dlpack(&out.managed);
+    CHECK(x.stride(0) == ld);
+    CHECK(static_cast<char*>(x.data_ptr()) == static_cast<char*>(in.memory.data_ptr()) + skip * 4);
+    launch_affine(x, o);
+    CHECK(in.deleted == 0);
+  }
+  CHECK(in.deleted == 1);
+  CHECK(out.deleted == 1);
+  std::vector<float> got(N * M);
+  out.memory.copy_to_host(got.data());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) REQUIRE(got[j * M + i] == xs[skip + i * ld + j] * 2.0f + 1.0f);
+}
+
+TEST_CASE("DLPack: unsupported imports are errors that still release the producer's tensor", "[interp]") {
+  auto expect_error = [](Producer& p, const std::string& text) {
+    CHECK_THROWS_WITH(tl::Tensor::from_dlpack(&p.managed), Catch::Contains(text));
+    CHECK(p.deleted == 1);
+  };
+  Producer lanes(64, {4}, {}, DLDataType{kDLFloat, 32, 2}, 0);
+  expect_error(lanes, "no tiledsl dtype for DLPack type code 2, 32 bits, 2 lanes");
+  Producer complex(64, {4}, {}, DLDataType{kDLComplex, 64, 1}, 0);
+  expect_error(complex, "type code 5");
+  Producer device(64, {4}, {}, DLDataType{kDLFloat, 32, 1}, 0);
+  device.managed.dl_tensor.device = DLDevice{kDLOpenCL, 0};
+  expect_error(device, "device type 4 (only kDLCPU and kDLCUDA)");
+  Producer second(64, {4}, {}, DLDataType{kDLFloat, 32, 1}, 0);
+  second.managed.dl_tensor.device = DLDevice{kDLCUDA, 1};
+  expect_error(second, "CUDA device 1: only device 0");
+  Producer negative(64, {2, 2}, {-2, 1}, DLDataType{kDLFloat, 32, 1}, 0);
+  expect_error(negative, "negative stride");
+  CHECK_THROWS_WITH(tl::Tensor::from_dlpack(nullptr), Catch::Contains("null DLManagedTensor"));
 }
