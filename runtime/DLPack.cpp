@@ -17,19 +17,32 @@ std::optional<DLDataType> dl_type(DType t) {
     return DLDataType{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1};
   };
   switch (t) {
-    case DType::i8: return make(kDLInt, 8);
-    case DType::i16: return make(kDLInt, 16);
-    case DType::i32: return make(kDLInt, 32);
-    case DType::i64: return make(kDLInt, 64);
-    case DType::u8: return make(kDLUInt, 8);
-    case DType::u16: return make(kDLUInt, 16);
-    case DType::u32: return make(kDLUInt, 32);
-    case DType::u64: return make(kDLUInt, 64);
-    case DType::f16: return make(kDLFloat, 16);
-    case DType::f32: return make(kDLFloat, 32);
-    case DType::f64: return make(kDLFloat, 64);
-    case DType::bf16: return make(kDLBfloat, 16);
-    default: return std::nullopt;  // bool and the fp8 formats: not in DLPack 0.6
+    case DType::i8:
+      return make(kDLInt, 8);
+    case DType::i16:
+      return make(kDLInt, 16);
+    case DType::i32:
+      return make(kDLInt, 32);
+    case DType::i64:
+      return make(kDLInt, 64);
+    case DType::u8:
+      return make(kDLUInt, 8);
+    case DType::u16:
+      return make(kDLUInt, 16);
+    case DType::u32:
+      return make(kDLUInt, 32);
+    case DType::u64:
+      return make(kDLUInt, 64);
+    case DType::f16:
+      return make(kDLFloat, 16);
+    case DType::f32:
+      return make(kDLFloat, 32);
+    case DType::f64:
+      return make(kDLFloat, 64);
+    case DType::bf16:
+      return make(kDLBfloat, 16);
+    default:
+      return std::nullopt;  // bool and the fp8 formats: not in DLPack 0.6
   }
 }
 
@@ -67,8 +80,7 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
   Device device = Device::cpu;
   if (t.device.device_type == kDLCUDA) {
     if (t.device.device_id != 0)
-      fail(fmt::format("CUDA device {}: only device 0 is supported (device indices are to come)",
-                       t.device.device_id));
+      fail(fmt::format("CUDA device {}: only device 0 is supported (device indices are to come)", t.device.device_id));
     device = Device::cuda;
   } else if (t.device.device_type != kDLCPU) {
     fail(fmt::format("device type {} (only kDLCPU and kDLCUDA)", static_cast<int>(t.device.device_type)));

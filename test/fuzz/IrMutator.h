@@ -146,9 +146,10 @@ std::string mutate_ir(const std::string& text, Rng& rng) {
                                  "kind",
                                  "pred",
                                  "value",
-                                 "divisibility"};
-  static const char* kStrings[] = {"\"eq\"",  "\"ne\"",  "\"lt\"",    "\"ge\"", "\"add\"", "\"xchg\"",
-                                   "\"max\"", "\"and\"", "\"bogus\"", "\"\"",   "\"%d\""};
+                                 "divisibility",
+                                 "input_precision"};
+  static const char* kStrings[] = {"\"eq\"",  "\"ne\"",    "\"lt\"", "\"ge\"", "\"add\"",  "\"xchg\"",   "\"max\"",
+                                   "\"and\"", "\"bogus\"", "\"\"",   "\"%d\"", "\"tf32\"", "\"tf32x3\"", "\"ieee\""};
   std::string s = text;
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % (n ? n : 1)); };
   int edits = 1 + static_cast<int>(pick(3));
