@@ -144,6 +144,19 @@ TEST_CASE("from_blob: null data, stride counts, negative strides and overflowing
   CHECK(b.span_bytes() == 12);
 }
 
+// A view claiming device memory (never touched: the launch is rejected first) beside a host
+// tensor: the error names both arguments and their devices. Runs without a GPU, as from_blob does
+// not call the driver.
+TEST_CASE("a launch with tensors on two devices is an error naming both", "[unit]") {
+  float host_buf[64] = {};
+  auto x = tl::Tensor::from_blob(host_buf, {8, 8}, tl::DType::f32, tl::Device::cpu);
+  auto out =
+      tl::Tensor::from_blob(reinterpret_cast<void*>(uintptr_t{1} << 40), {8, 8}, tl::DType::f32, tl::Device::cuda);
+  CHECK_THROWS_WITH(launch_affine(x, out),
+                    Catch::Contains("argument 2 ('out') is on cuda but argument 1 ('x') is on cpu; all tensors of a "
+                                    "launch must be on one device"));
+}
+
 // --- DLPack ---------------------------------------------------------------------------------
 
 namespace {
