@@ -100,10 +100,9 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
   char* data = static_cast<char*>(t.data);
   if (data) data += t.byte_offset;
   try {
-    return from_blob(data, shape, strides, *dtype, device, std::move(release));
-  } catch (const Error& e) {
-    // from_blob throws before taking `release` only through its checks: release here.
-    if (managed->deleter) managed->deleter(managed);
+    return from_blob(data, shape, strides, *dtype, device, release);
+  } catch (const Error& e) {  // from_blob's checks fail before any storage holds `release`
+    release(nullptr);
     throw Error(std::string("Tensor::from_dlpack: ") + e.what());
   }
 }

@@ -251,7 +251,10 @@ void Tensor::copy_from_host(const void* src) {
   std::vector<char> span(span_bytes());
   copy_span_to_host(span.data(), span.size());
   const char* s = static_cast<const char*>(src);
-  for (size_t off : element_offsets(shape_, strides_, size)) std::memcpy(span.data() + off, s, size), s += size;
+  for (size_t off : element_offsets(shape_, strides_, size)) {
+    std::memcpy(span.data() + off, s, size);
+    s += size;
+  }
   copy_span_from_host(span.data(), span.size());
 }
 
@@ -261,7 +264,10 @@ void Tensor::copy_to_host(void* dst) const {
   std::vector<char> span(span_bytes());
   copy_span_to_host(span.data(), span.size());
   char* d = static_cast<char*>(dst);
-  for (size_t off : element_offsets(shape_, strides_, size)) std::memcpy(d, span.data() + off, size), d += size;
+  for (size_t off : element_offsets(shape_, strides_, size)) {
+    std::memcpy(d, span.data() + off, size);
+    d += size;
+  }
 }
 
 Tensor Tensor::to(Device d) const {

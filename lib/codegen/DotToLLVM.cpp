@@ -418,7 +418,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
   const bool async = async_wgmma(op);
   const bool a_regs = passes::wgmma_a_in_registers(op);
-  const bool b_kmajor = wgmma_b_kmajor(bv);
+  const bool b_kmajor = dot_b_kmajor(op);  // as fill_dot_buffers staged it
   auto [a_smem, b_smem] = fill_dot_buffers(op, /*wgmma=*/true);
   llvm::Type* void_ty = b_.getVoidTy();
 

@@ -184,12 +184,12 @@ bool deep(const Block& body, const Op* load, const PrefetchOptions& opts, const 
       const Type a = op->operands[0]->type, b = op->operands[1]->type;
       const MmaLayout* l = mma_layout_for(*op, opts.num_warps, false, opts.wgmma);
       if (!l) return false;
-      // The dimension along the lines of the operand's shared array: rows, except b's columns
-      // when the engine reads b K-major (wgmma may; mma.sync does for 8- and 32-bit inputs).
+      // The load must run along the lines of the operand's shared array: a's rows; b's rows or
+      // columns on wgmma (it reads b either way), on mma.sync its columns for 8- and 32-bit
+      // inputs (mma_b_kmajor) and its rows otherwise.
       const bool wgmma = opts.wgmma && wgmma_takes(a, b, *l);
-      const bool kmajor_only = i == 1 && !wgmma && mma_b_kmajor(*op);
-      const bool kmajor_ok = i == 1 && (wgmma || kmajor_only);
-      if (kmajor_only ? fast != 0 : fast != 1 && !(kmajor_ok && fast == 0)) return false;
+      const bool along_lines = i == 0 ? fast == 1 : wgmma || fast == (mma_b_kmajor(*op) ? 0 : 1);
+      if (!along_lines) return false;
       any = true;
     }
   return any;

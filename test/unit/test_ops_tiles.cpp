@@ -101,6 +101,11 @@ const tl::Kernel& matmul_kernel() {
   return k;
 }
 
+// A matmul problem (M x K by K x N) and its launch: blocks BM x BN x BK on `warps` warps.
+struct DotCase {
+  int M, N, K, BM, BN, BK, warps;
+};
+
 // The matmul of int8 a [M, K] and b [K, N] added to the i32 C it reads, i32 wrapping.
 const tl::Kernel& matmul_i8_kernel() {
   static const tl::Kernel k = tl::kernel(
@@ -205,9 +210,7 @@ TEST_CASE("dot's input_precision: ieee, tf32 and tf32x3 on f32 inputs", "[interp
 // tf32 within the summation bound of the exact sum of the tf32-rounded products, tf32x3 within
 // its bound of the exact product; where code generation is built, the PTX uses the instruction.
 TEST_CASE("tf32 and tf32x3 dots on tensor cores are within their bounds through a masked K loop", "[interp]") {
-  struct Case {
-    int M, N, K, BM, BN, BK, warps;
-  };
+  using Case = DotCase;
   for (Case t : {Case{70, 45, 83, 32, 32, 32, 4}, Case{100, 77, 90, 64, 64, 16, 4}, Case{37, 29, 45, 16, 16, 8, 4},
                  Case{130, 141, 70, 128, 64, 32, 8}}) {
     INFO("blocks " << t.BM << "x" << t.BN << "x" << t.BK << ", " << t.warps << " warps");
@@ -246,9 +249,7 @@ TEST_CASE("tf32 and tf32x3 dots on tensor cores are within their bounds through 
 // through a masked K loop on sizes that fill no block: the same on the tensor cores
 // (mma.sync.m16n8k32.s8) and on FMA (blocks too small for them), bit for bit.
 TEST_CASE("int8 dots sum exactly in i32, wrapping, on tensor cores and FMA", "[interp]") {
-  struct Case {
-    int M, N, K, BM, BN, BK, warps;
-  };
+  using Case = DotCase;
   for (Case t : {Case{70, 45, 100, 32, 32, 32, 4}, Case{100, 77, 150, 64, 64, 64, 4}, Case{37, 29, 45, 16, 16, 32, 4},
                  Case{130, 141, 70, 128, 64, 32, 8}}) {
     INFO("blocks " << t.BM << "x" << t.BN << "x" << t.BK << ", " << t.warps << " warps");
@@ -282,9 +283,7 @@ TEST_CASE("int8 dots sum exactly in i32, wrapping, on tensor cores and FMA", "[i
 TEMPLATE_TEST_CASE("dot on tensor cores is within the summation bound of the exact product", "[interp]", tl::f16,
                    tl::bf16) {
   using T = TestType;
-  struct Case {
-    int M, N, K, BM, BN, BK, warps;
-  };
+  using Case = DotCase;
   for (Case t :
        {Case{100, 77, 90, 64, 64, 32, 4}, Case{130, 141, 70, 128, 128, 32, 8}, Case{40, 50, 33, 32, 32, 16, 4},
         Case{37, 29, 45, 16, 16, 16, 1}, Case{70, 90, 150, 64, 32, 64, 2}, Case{130, 141, 150, 128, 128, 64, 8},
