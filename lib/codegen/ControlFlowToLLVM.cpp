@@ -32,7 +32,7 @@ void Lowering::lower_for(const ir::Op& op) {
         llvm::Value* buffer =
             b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(dot->attr_int("smem_offset"))));
         stage_dot_operand(dot->operands[static_cast<size_t>(x)], buffer, passes::dot_smem(*dot, wgmma).at[x],
-                          /*panels=*/true, x == 1 && dot_b_kmajor(*dot));
+                          /*panels=*/true, x == 1 && dot_b_kmajor(*dot), wgmma_tf32(*dot));
       }
   // Dots with several buffers fill them without a barrier (their earlier readers are their own
   // MMAs, waited for): ops before the loop that used the same bytes must be done first.

@@ -131,17 +131,18 @@ llvm::Value* Lowering::dot_operand_offset(llvm::Value* row, llvm::Value* col, in
   auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
   const uint64_t shift = static_cast<uint64_t>(__builtin_ctz(static_cast<unsigned>(bytes)));
   llvm::Value* at;
-  if (panels) {
-    TILEDSL_CHECK(bytes == 2, "codegen: wgmma panels hold 16-bit elements");
-    llvm::Value* line = b_.CreateAdd(b_.CreateMul(b_.CreateLShr(col, 6), u32(rows)), row);
-    at = b_.CreateOr(b_.CreateShl(line, 7), b_.CreateShl(b_.CreateAnd(col, 63), 1));
+  if (panels) {  // 128 / bytes columns per panel
+    const uint64_t cols_log2 = 7 - shift;
+    llvm::Value* line = b_.CreateAdd(b_.CreateMul(b_.CreateLShr(col, cols_log2), u32(rows)), row);
+    at = b_.CreateOr(b_.CreateShl(line, 7), b_.CreateShl(b_.CreateAnd(col, (1 << cols_log2) - 1), shift));
   } else {
     at = b_.CreateShl(b_.CreateAdd(b_.CreateMul(row, u32(cols)), col), shift);
   }
   return swizzled(b_, at);
 }
 
-void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed) {
+void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed,
+                                 bool round_tf32) {
   auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
   llvm::Type* et = memory_type(v->type);
   const int bytes = byte_size(v->type.dtype());
@@ -179,8 +180,11 @@ void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t 
     llvm::Value* offset = dot_operand_offset(at[1 - along], at[along], rows, cols, panels, bytes);
     llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), smem, b_.CreateAdd(offset, u32(base)));
     llvm::Value* x = llvm::PoisonValue::get(vt);
-    for (int e = 0; e < vec; ++e)
-      x = b_.CreateInsertElement(x, regs[static_cast<size_t>(r + e)], static_cast<uint64_t>(e));
+    for (int e = 0; e < vec; ++e) {
+      llvm::Value* elem = regs[static_cast<size_t>(r + e)];
+      if (round_tf32) elem = b_.CreateBitCast(cvt_rna_tf32(elem), et);
+      x = b_.CreateInsertElement(x, elem, static_cast<uint64_t>(e));
+    }
     b_.CreateAlignedStore(x, addr, llvm::Align(static_cast<uint64_t>(bytes * vec)));
   }
 }
@@ -188,7 +192,12 @@ void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t 
 bool Lowering::wgmma_b_kmajor(const ir::Value* b) { return contiguous_regs(b, 0) > std::max(1, contiguous_regs(b, 1)); }
 
 bool Lowering::dot_b_kmajor(const ir::Op& dot) {
-  return wgmma_dot(dot) ? wgmma_b_kmajor(dot.operands[1]) : passes::mma_b_kmajor(dot);
+  if (!wgmma_dot(dot)) return passes::mma_b_kmajor(dot);
+  return passes::mma_k(dot) != 16 || wgmma_b_kmajor(dot.operands[1]);  // wgmma transposes 16-bit operands only
+}
+
+llvm::Value* Lowering::cvt_rna_tf32(llvm::Value* x) {
+  return inline_ptx("cvt.rna.tf32.f32 $0, $1;", "=r,r", b_.getInt32Ty(), {b_.CreateBitCast(x, b_.getInt32Ty())});
 }
 
 Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
@@ -250,7 +259,7 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   // f32 fragments go through the dot's input_precision as the interpreter's inputs do
   // (ir::round_to_tf32, which is cvt.rna): tf32 keeps the rounded value (hi); tf32x3 also the
   // rounding of the rest (lo), and sums lo*hi, hi*lo, then hi*hi per instruction.
-  auto tf32 = [&](llvm::Value* x) { return inline_ptx("cvt.rna.tf32.f32 $0, $1;", "=r,r", i32, {x}); };
+  auto tf32 = [&](llvm::Value* x) { return cvt_rna_tf32(x); };
   using Fragments = std::vector<llvm::Value*>;
   auto split = [&](const Fragments& x) -> std::pair<Fragments, Fragments> {
     if (a->type.dtype() != DType::f32) return {x, {}};
@@ -364,13 +373,20 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
   std::array<llvm::Value*, 2> at = {in_stage(0), in_stage(1)};
   const bool b_kmajor = dot_b_kmajor(op);
   const bool a_regs = wgmma && passes::wgmma_a_in_registers(op);
-  if (!next_copy[0] && !once[0] && !a_regs) stage_dot_operand(a, at[0], 0, /*panels=*/wgmma);
-  if (!next_copy[1] && !once[1]) stage_dot_operand(bv, at[1], 0, /*panels=*/wgmma, b_kmajor);
+  const bool round = wgmma && wgmma_tf32(op);
+  if (!next_copy[0] && !once[0] && !a_regs) stage_dot_operand(a, at[0], 0, /*panels=*/wgmma, false, round);
+  if (!next_copy[1] && !once[1]) stage_dot_operand(bv, at[1], 0, /*panels=*/wgmma, b_kmajor, round);
   llvm::Type* void_ty = b_.getVoidTy();
   const bool copies = next_copy[0] || next_copy[1];
   if (copies)
     inline_ptx(fmt::format("cp.async.wait_group {};", groups * (depth - 1) + earlier), "~{memory}", void_ty, {},
                /*side_effects=*/true);
+  // wgmma reads tf32 operands from shared memory as they are (the low 13 bits ignored, which
+  // truncates): each thread rounds the chunks it copied itself (complete and visible to it after
+  // the wait) in place, before the proxy fence, as the interpreter rounds (cvt.rna).
+  if (round)
+    for (int x = 0; x < 2; ++x)
+      if (next_copy[x]) round_copies_in_place(*next_copy[x], dot_operand_at(op, x, stage), x == 1 && b_kmajor);
   // The tensor cores read shared memory through the async proxy: generic-proxy writes (stores,
   // cp.async) must be fenced first.
   if (wgmma) inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
@@ -442,7 +458,12 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
 
   const Shape& shape = acc->type.shape();
   const int64_t bm_count = l.blocks_m(shape), bn_count = l.blocks_n(shape);
-  const char* ab = a->type.dtype() == DType::bf16 ? "bf16" : "f16";
+  // 16-bit inputs: m64nNk16, 64 columns to a panel; tf32: m64nNk8 (both operands K-major: wgmma
+  // transposes 16-bit ones only), 32 columns to a panel. Either way 32 bytes of k per instruction.
+  const bool tf32 = a->type.dtype() == DType::f32;
+  const char* ab = tf32 ? "tf32" : a->type.dtype() == DType::bf16 ? "bf16" : "f16";
+  const int bytes = byte_size(a->type.dtype());
+  const int64_t k_step = 32 / bytes, panel = 128 / bytes;
   Regs out = get(acc);
   // a in registers (wgmma_a_in_registers): its layout is the accumulator's, whose registers run
   // over 16 x 8 blocks, four each ((r, c), (r, c + 1), (r + 8, c), (r + 8, c + 1)). wgmma's A
@@ -470,7 +491,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   // The fragments are written before the fence (wgmma reads registers written before it).
   if (a_regs)
     for (int64_t bm = 0; bm < bm_count; ++bm)
-      for (int64_t k0 = 0; k0 < K; k0 += 16) a_fragments(bm, k0 / 16);
+      for (int64_t k0 = 0; k0 < K; k0 += k_step) a_fragments(bm, k0 / k_step);
   inline_ptx("wgmma.fence.sync.aligned;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   for (int64_t bm = 0; bm < bm_count; ++bm) {
     llvm::Value* row = b_.CreateAdd(group_row, u32(bm * passes::MmaLayout::kRows * l.warps_m()));
@@ -489,23 +510,27 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
       for (int64_t i = 0; i < na; ++i) a_operand += fmt::format("{}${}", i ? ", " : "", 2 * count + i);
       if (a_regs) a_operand += "}";
       constraints += a_regs ? "r,r,r,r,l,r" : "l,l,r";
+      // The transpose immediates (a from shared memory: imm-trans-a 0; b: 0 K-major, 1 N-major)
+      // exist for 16-bit inputs only.
+      const std::string trans = tf32 ? "" : fmt::format(", {}{}", a_regs ? "" : "0, ", b_kmajor ? 0 : 1);
       const std::string text = fmt::format(
           "{{\n.reg .pred p;\nsetp.ne.b32 p, ${3}, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {{{2}}}, {4}, ${5}, p, 1, 1, {6}{7};\n}}",
-          width, ab, regs, 2 * count + na + 1, a_operand, 2 * count + na, a_regs ? "" : "0, ", b_kmajor ? 0 : 1);
+          "wgmma.mma_async.sync.aligned.m64n{0}k{7}.f32.{1}.{1} {{{2}}}, {4}, ${5}, p, 1, 1{6};\n}}",
+          width, ab, regs, 2 * count + na + 1, a_operand, 2 * count + na, trans, k_step);
       std::vector<llvm::Type*> types(static_cast<size_t>(count), f32);
       llvm::Type* result = llvm::StructType::get(ctx_, types);
-      for (int64_t k0 = 0; k0 < K; k0 += 16) {
-        // a: panel k0 / 64 of M lines. b: panel n0 / 64 of K lines, line k0 (N-major), or
-        // K-major as a is: panel k0 / 64 of N lines, line n0.
+      for (int64_t k0 = 0; k0 < K; k0 += k_step) {
+        // a: panel k0 / panel of M lines. b: panel n0 / 64 of K lines, line k0 (N-major), or
+        // K-major as a is: panel k0 / panel of N lines, line n0.
+        const int64_t k_at = (k0 % panel) * bytes;
         llvm::Value* a_at =
-            b_.CreateAdd(a_addr, b_.CreateAdd(b_.CreateMul(row, u32(128)), u32((k0 / 64) * M * 128 + (k0 % 64) * 2)));
+            b_.CreateAdd(a_addr, b_.CreateAdd(b_.CreateMul(row, u32(128)), u32((k0 / panel) * M * 128 + k_at)));
         llvm::Value* b_at = b_.CreateAdd(
-            b_addr, u32(b_kmajor ? (k0 / 64) * N * 128 + n0 * 128 + (k0 % 64) * 2 : (n0 / 64) * K * 128 + k0 * 128));
+            b_addr, u32(b_kmajor ? (k0 / panel) * N * 128 + n0 * 128 + k_at : (n0 / 64) * K * 128 + k0 * 128));
         std::vector<llvm::Value*> args(out.begin() + static_cast<long>(first),
                                        out.begin() + static_cast<long>(first + static_cast<size_t>(count)));
         if (a_regs) {
-          const auto& frag = a_fragments(bm, k0 / 16);
+          const auto& frag = a_fragments(bm, k0 / k_step);
           args.insert(args.end(), frag.begin(), frag.end());
         } else {
           args.push_back(descriptor(a_at, M * 128));
@@ -588,6 +613,31 @@ void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transpos
     inline_ptx(text, "r,l,r,~{memory}", b_.getVoidTy(),
                {b_.CreateAdd(at, offset), b_.CreatePtrToInt(ptrs[r], b_.getInt64Ty()), size}, /*side_effects=*/true);
   }
+}
+
+void Lowering::round_copies_in_place(const ir::Op& load, llvm::Value* at, bool transposed) {
+  const ir::Value* res = load.result();
+  const Shape& shape = res->type.shape();
+  const size_t along = transposed ? 0 : 1;
+  const int vec = vector_width(load);
+  llvm::Type* f32 = b_.getFloatTy();
+  llvm::Type* vt = llvm::FixedVectorType::get(f32, static_cast<unsigned>(vec));
+  auto idx = indices(res->type);
+  for (size_t r = 0; r < idx.size(); r += static_cast<size_t>(vec)) {
+    llvm::Value* offset = dot_operand_offset(idx[r][1 - along], idx[r][along], shape[1 - along], shape[along],
+                                             /*panels=*/true, 4);
+    llvm::Value* addr = b_.CreateIntToPtr(b_.CreateAdd(at, offset), llvm::PointerType::get(ctx_, 3));
+    llvm::Value* x = b_.CreateAlignedLoad(vt, addr, llvm::Align(static_cast<uint64_t>(4 * vec)));
+    for (int e = 0; e < vec; ++e) {
+      llvm::Value* elem = b_.CreateExtractElement(x, static_cast<uint64_t>(e));
+      x = b_.CreateInsertElement(x, b_.CreateBitCast(cvt_rna_tf32(elem), f32), static_cast<uint64_t>(e));
+    }
+    b_.CreateAlignedStore(x, addr, llvm::Align(static_cast<uint64_t>(4 * vec)));
+  }
+}
+
+bool Lowering::wgmma_tf32(const ir::Op& dot) const {
+  return wgmma_dot(dot) && dot.operands[0]->type.dtype() == DType::f32;
 }
 
 void Lowering::lower_direct_load(const ir::Op& load) {

@@ -191,7 +191,14 @@ class Lowering {
   // Stores a tile [rows][cols] into swizzled shared memory at byte `base` of `smem`
   // (DotToLLVM.cpp says how), in 16-byte stores where its layout allows.
   // `transposed`: the array in shared memory is v's transpose (a K-major b, dot_b_kmajor).
-  void stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed = false);
+  // `round_tf32`: f32 elements are stored rounded to tf32 (cvt.rna), as wgmma, which reads
+  // shared memory directly, must see them.
+  void stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed = false,
+                         bool round_tf32 = false);
+  // cvt.rna.tf32.f32 of the 32 bits `x` (an f32 or i32 value): the i32 bits of its tf32 rounding.
+  llvm::Value* cvt_rna_tf32(llvm::Value* x);
+  // Whether the tensor-core dot `dot` runs on wgmma with tf32 inputs (rounded in shared memory).
+  bool wgmma_tf32(const ir::Op& dot) const;
   // Whether wgmma reads the dot operand b [K][N] K-major (transposed panels, imm-trans-b 0):
   // when its registers run along K, as a column-major tile's do, so that stores are vectors.
   bool wgmma_b_kmajor(const ir::Value* b);
@@ -211,6 +218,9 @@ class Lowering {
   // row-major array) at shared address `at` (32-bit), masked-off elements zero-filled; the
   // caller commits the group.
   void copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed, bool panels);
+  // Rounds to tf32, in place, the f32 elements this thread copied with copy_to_shared(load, at,
+  // transposed, panels) once they have landed (wgmma_tf32's operands).
+  void round_copies_in_place(const ir::Op& load, llvm::Value* at, bool transposed);
   // The 32-bit shared address of operand `x` (0: a, 1: b) of the tensor-core dot `dot` in its
   // buffer number `stage`.
   llvm::Value* dot_operand_at(const ir::Op& dot, int x, llvm::Value* stage);

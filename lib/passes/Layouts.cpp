@@ -230,11 +230,14 @@ std::vector<ThreadTerm> MmaLayout::thread_terms() const {
   return {rows, cols};
 }
 
-bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l) {
-  if (a.dtype() != DType::f16 && a.dtype() != DType::bf16) return false;
+bool wgmma_takes(const ir::Op& dot, const MmaLayout& l) {
+  const ir::Type a = dot.operands[0]->type, b = dot.operands[1]->type;
+  const int k_step = mma_k(dot);
+  const bool tf32 = k_step == 8 && dot.attr_str("input_precision") == "tf32";
+  if (k_step != 16 && !tf32) return false;
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   return l.warps_n() == 1 && l.warps_m() % 4 == 0 && M % (int64_t{MmaLayout::kRows} * l.warps_m()) == 0 &&
-         K % 64 == 0 && N % 64 == 0;
+         K % (128 / byte_size(a.dtype())) == 0 && N % 64 == 0;
 }
 
 namespace {
@@ -259,7 +262,7 @@ bool wgmma_in_loop(const ir::Op& dot) { return mma_in_loop(dot) && wgmma_dot(dot
 
 bool wgmma_dot(const ir::Op& dot) {
   const auto* l = dot.kind == ir::OpKind::Dot ? dynamic_cast<const MmaLayout*>(dot.result()->type.layout()) : nullptr;
-  return l && wgmma_takes(dot.operands[0]->type, dot.operands[1]->type, *l);
+  return l && wgmma_takes(dot, *l);
 }
 
 int carried_slot(const ir::Op& op) {
@@ -381,7 +384,7 @@ bool wgmma_stage_once(const ir::Op& dot, int x) {
 }
 
 bool wgmma_a_in_registers(const ir::Op& dot) {
-  return wgmma_dot(dot) && dot.operands[0]->type.layout() == dot.result()->type.layout() &&
+  return wgmma_dot(dot) && mma_k(dot) == 16 && dot.operands[0]->type.layout() == dot.result()->type.layout() &&
          !wgmma_across_iterations(dot);
 }
 
@@ -424,7 +427,7 @@ const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_firs
   const ir::Type a = dot.operands[0]->type, b = dot.operands[1]->type;
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   if (M % MmaLayout::kRows || N % MmaLayout::kCols || K % k_step) return nullptr;
-  if (wgmma && wgmma_takes(a, b, *MmaLayout::get(num_warps, 1))) return MmaLayout::get(num_warps, 1);
+  if (wgmma && wgmma_takes(dot, *MmaLayout::get(num_warps, 1))) return MmaLayout::get(num_warps, 1);
   // Warps go to whichever dimension has more blocks left per warp, rows first on ties (as the
   // row blocks are twice as tall); every warp must get a block of its own.
   int wm = 1, wn = 1;

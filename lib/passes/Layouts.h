@@ -150,11 +150,12 @@ bool mma_b_kmajor(const ir::Op& dot);
 // warp along M, which is the wgmma accumulator's layout.
 const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_first = false, bool wgmma = false);
 
-// Whether a dot of `a` [M, K] by `b` [K, N] whose result has layout `l` runs on
-// wgmma.mma_async.m64nNk16 (on sm_90a): 16-bit inputs, whole warpgroups along M only (warps_n 1,
-// warps_m a multiple of 4), M a multiple of 16 * warps_m, and K and N multiples of 64, so that
-// both operands sit in shared memory as 128-byte swizzled panels of 64 columns.
-bool wgmma_takes(ir::Type a, ir::Type b, const MmaLayout& l);
+// Whether `dot` (a [M, K] by b [K, N]) with result layout `l` runs on wgmma.mma_async (on
+// sm_90a): f16 or bf16 inputs (m64nNk16), or f32 with input_precision tf32 (m64nNk8 on tf32;
+// tf32x3 stays on mma.sync), whole warpgroups along M only (warps_n 1, warps_m a multiple of 4),
+// M a multiple of 16 * warps_m, N of 64 and K of a panel's width (128 bytes: 64 16-bit columns,
+// 32 f32), so that both operands sit in shared memory as 128-byte swizzled panels.
+bool wgmma_takes(const ir::Op& dot, const MmaLayout& l);
 // Whether `dot`'s result has an mma layout that wgmma_takes with its operands (on sm_90a the dot
 // then runs on wgmma; elsewhere on mma.sync).
 bool wgmma_dot(const ir::Op& dot);
@@ -212,7 +213,7 @@ bool zero_filled_load(const ir::Op* op);
 bool wgmma_stage_once(const ir::Op& dot, int x);
 
 // Whether wgmma reads operand a of `dot` (on sm_90a) from registers rather than shared memory:
-// wgmma takes the dot, a's layout is the dot's accumulator layout (attention's P, computed
+// wgmma takes the dot on 16-bit inputs, a's layout is the dot's accumulator layout (attention's P, computed
 // elementwise from the first dot's result), which packed in pairs is the layout of wgmma's A
 // fragments, and the dot waits for its MMAs within its iteration (not wgmma_across_iterations).
 bool wgmma_a_in_registers(const ir::Op& dot);

@@ -181,14 +181,15 @@ bool deep(const Block& body, const Op* load, const PrefetchOptions& opts, const 
     for (size_t i = 0; i < op->operands.size(); ++i) {
       if (op->operands[i] != load->result()) continue;
       if (op->kind != OpKind::Dot || i > 1) return false;
-      const Type a = op->operands[0]->type, b = op->operands[1]->type;
       const MmaLayout* l = mma_layout_for(*op, opts.num_warps, false, opts.wgmma);
       if (!l) return false;
       // The load must run along the lines of the operand's shared array: a's rows; b's rows or
-      // columns on wgmma (it reads b either way), on mma.sync its columns for 8- and 32-bit
-      // inputs (mma_b_kmajor) and its rows otherwise.
-      const bool wgmma = opts.wgmma && wgmma_takes(a, b, *l);
-      const bool along_lines = i == 0 ? fast == 1 : wgmma || fast == (mma_b_kmajor(*op) ? 0 : 1);
+      // columns on wgmma (it reads b either way, but tf32 only K-major: its columns), on
+      // mma.sync its columns for 8- and 32-bit inputs (mma_b_kmajor) and its rows otherwise.
+      const bool wgmma = opts.wgmma && wgmma_takes(*op, *l);
+      const bool along_lines = i == 0 ? fast == 1
+                               : wgmma ? mma_k(*op) == 16 || fast == 0
+                                       : fast == (mma_b_kmajor(*op) ? 0 : 1);
       if (!along_lines) return false;
       any = true;
     }

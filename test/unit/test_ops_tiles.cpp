@@ -129,14 +129,15 @@ const tl::Kernel& matmul_i8_kernel() {
   return k;
 }
 
-// The PTX of `kernel` compiled for these arguments contains `instruction` (where code generation
-// is built; nothing to check otherwise).
+// The PTX of `kernel` compiled for these arguments contains `instruction(arch)` (where code
+// generation is built; nothing to check otherwise).
 template <class... Args>
-void require_instruction(const tl::Kernel& kernel, int warps, const std::string& instruction, const Args&... args) {
+void require_instruction(const tl::Kernel& kernel, int warps,
+                         const std::function<std::string(const std::string& arch)>& instruction, const Args&... args) {
 #ifdef TILEDSL_ENABLE_CODEGEN
   tl::CompiledKernel compiled = kernel.compile(tl::LaunchOptions{.num_warps = warps}, args...);
-  INFO(compiled.arch << ": " << instruction);
-  CHECK(compiled.ptx.find(instruction) != std::string::npos);
+  INFO(compiled.arch << ": " << instruction(compiled.arch));
+  CHECK(compiled.ptx.find(instruction(compiled.arch)) != std::string::npos);
 #else
   (void)kernel, (void)warps, (void)instruction, ((void)args, ...);
 #endif
@@ -206,13 +207,17 @@ TEST_CASE("dot's input_precision: ieee, tf32 and tf32x3 on f32 inputs", "[interp
 }
 
 // f32 inputs through a masked K loop on sizes that fill no block, with blocks the tensor cores
-// take (mma.sync.m16n8k8 on tf32 on every target, wgmma included) and one they do not (FMA):
-// tf32 within the summation bound of the exact sum of the tf32-rounded products, tf32x3 within
-// its bound of the exact product; where code generation is built, the PTX uses the instruction.
+// take (mma.sync.m16n8k8 on tf32; on sm_90a wgmma.m64nNk8 for tf32 where whole warpgroups go
+// along M and K is a multiple of 32, tf32x3 staying on mma.sync) and one they do not (FMA):
+// tf32 within the summation bound of the exact sum of the tf32-rounded products (the rounding
+// to nearest, which wgmma, reading shared memory as it is, would not do by itself), tf32x3
+// within its bound of the exact product; where code generation is built, the PTX uses the
+// instruction.
 TEST_CASE("tf32 and tf32x3 dots on tensor cores are within their bounds through a masked K loop", "[interp]") {
   using Case = DotCase;
   for (Case t : {Case{70, 45, 83, 32, 32, 32, 4}, Case{100, 77, 90, 64, 64, 16, 4}, Case{37, 29, 45, 16, 16, 8, 4},
-                 Case{130, 141, 70, 128, 64, 32, 8}}) {
+                 Case{130, 141, 70, 128, 64, 32, 8}, Case{150, 130, 100, 64, 128, 32, 4},
+                 Case{130, 141, 170, 128, 64, 64, 8}}) {
     INFO("blocks " << t.BM << "x" << t.BN << "x" << t.BK << ", " << t.warps << " warps");
     auto a = uniform<float>(static_cast<size_t>(t.M * t.K), 451 + t.M, -3, 3);
     auto b = uniform<float>(static_cast<size_t>(t.K * t.N), 452 + t.N, -3, 3);
@@ -239,8 +244,17 @@ TEST_CASE("tf32 and tf32x3 dots on tensor cores are within their bounds through 
       }
     if (t.BM >= 32) {
       const std::string mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
-      require_instruction(k1, t.warps, mma, at, bt, c1, t.M, t.N, t.K, t.BM, t.BN, t.BK);
-      require_instruction(k3, t.warps, mma, at, bt, c3, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+      const bool wgmma = t.BM == 16 * t.warps && t.warps % 4 == 0 && t.BK % 32 == 0 && t.BN % 64 == 0;
+      require_instruction(
+          k1, t.warps,
+          [&](const std::string& arch) {
+            return arch == "sm_90a" && wgmma
+                       ? "wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.BN) + "k8.f32.tf32.tf32"
+                       : mma;
+          },
+          at, bt, c1, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+      require_instruction(
+          k3, t.warps, [&](const std::string&) { return mma; }, at, bt, c3, t.M, t.N, t.K, t.BM, t.BN, t.BK);
     }
   }
 }
@@ -270,8 +284,10 @@ TEST_CASE("int8 dots sum exactly in i32, wrapping, on tensor cores and FMA", "[i
         at, bt, c, t.M, t.N, t.K, t.BM, t.BN, t.BK);
     require_equal(host<int32_t>(c), want);
     if (t.BM >= 32)
-      require_instruction(matmul_i8_kernel(), t.warps, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", at, bt, c,
-                          t.M, t.N, t.K, t.BM, t.BN, t.BK);
+      require_instruction(
+          matmul_i8_kernel(), t.warps,
+          [](const std::string&) { return std::string("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"); }, at, bt, c,
+          t.M, t.N, t.K, t.BM, t.BN, t.BK);
   }
 }
 
