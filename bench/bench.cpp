@@ -398,7 +398,7 @@ struct CuBlas {
 // does), ours against the reference measured beside it: the device copy of the same bytes for the
 // memory-bound kernels, cuBLAS for matmul. One row per (workload, size); bench/plot_sweep.py draws
 // them. Each figure is one median (tl::bench), the best of a few launch configurations for ours.
-int sweep(const std::string& csv, bool matmul_only) {
+int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
   tl::Report report({"workload", "size", "unit", "ours", "config", "reference", "reference_value", "ratio"});
   auto add_point = [&](const std::string& workload, int64_t size, const std::string& unit, double ours,
                        const std::string& config, const std::string& ref, double ref_value) {
@@ -479,6 +479,8 @@ int sweep(const std::string& csv, bool matmul_only) {
       double best = 1e30;
       std::string config;
       for (auto [bm, bn, bk, warps, stages] : mm_configs) {
+        const std::string name = fmt::format("{} {} {}x{}x{} w{} s{}", size, tl::name(out), bm, bn, bk, warps, stages);
+        if (name.find(only) == std::string::npos) continue;
         auto launch = [&] {
           kernel[tl::cdiv(m, bm) * tl::cdiv(n, bn)].options({.num_warps = warps, .num_stages = stages})(
               a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
@@ -492,6 +494,7 @@ int sweep(const std::string& csv, bool matmul_only) {
         if (double t = time_ms(launch); t < best)
           std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages)};
       }
+      if (config.empty()) continue;  // --only left none
       auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
       ref();
       // Sums in another order differ by about sqrt(k) f32 roundings of terms of size 1; a bf16 C
@@ -700,7 +703,8 @@ int main(int argc, char** argv) {
   // `tiledsl-bench memory`: only the memory-bound kernels and SpMM (to compare builds quickly).
   // `tiledsl-bench export DIR`: write the memory-bound kernels' PTX (see export_kernels) and exit.
   // `tiledsl-bench sweep --csv=PATH`: every workload over a range of sizes (see sweep).
-  // `tiledsl-bench matmul --csv=PATH`: the sweep's matmul rows only.
+  // `tiledsl-bench matmul [--only=TEXT] --csv=PATH`: the sweep's matmul rows only (--only: the
+  // configurations whose name, as "4096 bf16 128x256x64 w8 s3", contains TEXT).
   // `tiledsl-bench probe`: the mma.sync ceiling from hand-written PTX (see mma_probe).
   // `tiledsl-bench attention [--only=TEXT]`: the attention example's kernel on TARGETS.md's
   // workload (--only: the runs whose name, as "D128 causal 64x64 w4 s3", contains TEXT).
@@ -741,7 +745,7 @@ int main(int argc, char** argv) {
   // per process, before the first compile.
   double start_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("tiledsl-bench on %s\n", cu::device_info().name.c_str());
-  if (sweep_only) return sweep(csv, matmul_only);
+  if (sweep_only) return sweep(csv, matmul_only, only);
   if (probe_only) return mma_probe();
   if (attention_only) {
     const int rc = attention_sweep(only);

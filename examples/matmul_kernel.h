@@ -2,8 +2,8 @@
 // time the same kernel. As in Triton's matmul tutorial: each program computes one
 // BLOCK_M x BLOCK_N tile of C = A @ B with tl::dot, walking K in BLOCK_K steps with an f32
 // accumulator carried through the loop. Programs are ordered in groups of GROUP_M block rows so
-// that neighbouring programs share blocks of A and B (better L2 reuse on a GPU). Masks on every
-// edge let M, N and K be any size.
+// that neighbouring programs share blocks of A and B (better L2 reuse on a GPU). Wrapped rows and
+// columns, a mask along K and a masked store let M, N and K be any size.
 #pragma once
 
 #include <tiledsl/tiledsl.h>
@@ -16,45 +16,54 @@ namespace tl = tiledsl;
 // T: the inputs' element type; Out: C's (the f32 accumulator is rounded to it as it is stored).
 template <class T, class Out = float>
 inline tl::Kernel make_matmul_kernel(const char* name) {
-  return tl::kernel(name,
-                    {"a", "b", "c", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
-                     "stride_cn", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"},
-                    [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<Out> c, tl::Int M, tl::Int N, tl::Int K, tl::Int stride_am,
-                       tl::Int stride_ak, tl::Int stride_bk, tl::Int stride_bn, tl::Int stride_cm, tl::Int stride_cn,
-                       tl::Constexpr BLOCK_M, tl::Constexpr BLOCK_N, tl::Constexpr BLOCK_K, tl::Constexpr GROUP_M) {
-                      // Grouped ordering: program ids run down GROUP_M block rows before moving one block column right.
-                      auto pid = tl::program_id(0);
-                      auto num_pid_m = tl::cdiv(M, BLOCK_M), num_pid_n = tl::cdiv(N, BLOCK_N);
-                      auto num_pid_in_group = GROUP_M * num_pid_n;
-                      auto group_id = pid / num_pid_in_group;
-                      auto first_pid_m = group_id * GROUP_M;
-                      auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_M);  // the last group may be short
-                      auto pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
-                      auto pid_n = (pid % num_pid_in_group) / group_size_m;
+  return tl::kernel(
+      name,
+      {"a", "b", "c", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn",
+       "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"},
+      [](tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<Out> c, tl::Int M, tl::Int N, tl::Int K, tl::Int stride_am,
+         tl::Int stride_ak, tl::Int stride_bk, tl::Int stride_bn, tl::Int stride_cm, tl::Int stride_cn,
+         tl::Constexpr BLOCK_M, tl::Constexpr BLOCK_N, tl::Constexpr BLOCK_K, tl::Constexpr GROUP_M) {
+        // Grouped ordering: program ids run down GROUP_M block rows before moving one block column right.
+        auto pid = tl::program_id(0);
+        auto num_pid_m = tl::cdiv(M, BLOCK_M), num_pid_n = tl::cdiv(N, BLOCK_N);
+        auto num_pid_in_group = GROUP_M * num_pid_n;
+        auto group_id = pid / num_pid_in_group;
+        auto first_pid_m = group_id * GROUP_M;
+        auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_M);  // the last group may be short
+        auto pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+        auto pid_n = (pid % num_pid_in_group) / group_size_m;
+        // As Triton's tutorial states them: with these, the compiler knows the offsets below
+        // are non-negative, so that wrapping them (% M, % N) keeps their runs contiguous.
+        tl::assume(pid_m >= 0);
+        tl::assume(pid_n >= 0);
 
-                      auto offs_m = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
-                      auto offs_n = pid_n * BLOCK_N + tl::arange(0, BLOCK_N);
-                      auto offs_k = tl::arange(0, BLOCK_K);
-                      auto a_ptrs = a + offs_m(tl::_, tl::newaxis) * stride_am + offs_k(tl::newaxis, tl::_) * stride_ak;
-                      auto b_ptrs = b + offs_k(tl::_, tl::newaxis) * stride_bk + offs_n(tl::newaxis, tl::_) * stride_bn;
-                      auto mask_m = offs_m(tl::_, tl::newaxis) < M, mask_n = offs_n(tl::newaxis, tl::_) < N;
+        auto offs_m = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
+        auto offs_n = pid_n * BLOCK_N + tl::arange(0, BLOCK_N);
+        auto offs_k = tl::arange(0, BLOCK_K);
+        // Rows and columns past M and N wrap around (as in Triton's tutorial): every
+        // load in the loop is in bounds along them, so only K needs a mask there, and the
+        // store below drops what the wrapped rows and columns computed.
+        auto offs_am = offs_m % M, offs_bn = offs_n % N;
+        auto a_ptrs = a + offs_am(tl::_, tl::newaxis) * stride_am + offs_k(tl::newaxis, tl::_) * stride_ak;
+        auto b_ptrs = b + offs_k(tl::_, tl::newaxis) * stride_bk + offs_bn(tl::newaxis, tl::_) * stride_bn;
 
-                      auto acc = tl::zeros<float>({BLOCK_M, BLOCK_N});
-                      tl::range(0, tl::cdiv(K, BLOCK_K), [&](tl::Int kb) {
-                        // Zero padding past K (and past M, N) leaves the dot product of the valid part unchanged.
-                        auto k_left = K - kb * BLOCK_K;
-                        auto x = tl::load(a_ptrs, mask_m & (offs_k(tl::newaxis, tl::_) < k_left), 0.0f);
-                        auto y = tl::load(b_ptrs, (offs_k(tl::_, tl::newaxis) < k_left) & mask_n, 0.0f);
-                        acc = tl::dot(x, y, acc);
-                        a_ptrs += BLOCK_K * stride_ak;
-                        b_ptrs += BLOCK_K * stride_bk;
-                      });
-                      auto c_ptrs = c + offs_m(tl::_, tl::newaxis) * stride_cm + offs_n(tl::newaxis, tl::_) * stride_cn;
-                      if constexpr (std::is_same_v<Out, float>)
-                        tl::store(c_ptrs, acc, mask_m & mask_n);
-                      else
-                        tl::store(c_ptrs, acc.to<Out>(), mask_m & mask_n);
-                    });
+        auto acc = tl::zeros<float>({BLOCK_M, BLOCK_N});
+        tl::range(0, tl::cdiv(K, BLOCK_K), [&](tl::Int kb) {
+          // Zero padding past K leaves the dot product of the valid part unchanged.
+          auto k_left = K - kb * BLOCK_K;
+          auto x = tl::load(a_ptrs, offs_k(tl::newaxis, tl::_) < k_left, 0.0f);
+          auto y = tl::load(b_ptrs, offs_k(tl::_, tl::newaxis) < k_left, 0.0f);
+          acc = tl::dot(x, y, acc);
+          a_ptrs += BLOCK_K * stride_ak;
+          b_ptrs += BLOCK_K * stride_bk;
+        });
+        auto c_ptrs = c + offs_m(tl::_, tl::newaxis) * stride_cm + offs_n(tl::newaxis, tl::_) * stride_cn;
+        auto mask_m = offs_m(tl::_, tl::newaxis) < M, mask_n = offs_n(tl::newaxis, tl::_) < N;
+        if constexpr (std::is_same_v<Out, float>)
+          tl::store(c_ptrs, acc, mask_m & mask_n);
+        else
+          tl::store(c_ptrs, acc.to<Out>(), mask_m & mask_n);
+      });
 }
 
 inline const tl::Kernel matmul_f32 = make_matmul_kernel<float>("matmul_f32");

@@ -255,6 +255,16 @@ void Program::exec(const Op& op) {
                                op.attr_str("msg")));
       return;
     }
+    case OpKind::Assume: {
+      const RVal& c = val(op.operands[0]);
+      const auto& shape = op.operands[0]->type.shape();
+      for (size_t j = 0; j < c.i.size(); ++j)
+        if (!c.i[j])
+          fail(op, fmt::format("tl::assume does not hold{}: the compiler relies on it, so on the GPU the kernel's "
+                               "results would be undefined",
+                               shape.empty() ? "" : " at index " + index_str(shape, j)));
+      return;
+    }
     case OpKind::Philox: {
       const RVal& seed = val(op.operands[0]);
       const RVal& off = val(op.operands[1]);

@@ -5,7 +5,11 @@ set -euo pipefail
 src=$1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-python3 "$src/bench/plot_sweep.py" "$src/test/bench/sweep-sample.csv" --out "$out" --title ", sample"
+# The first Python with matplotlib: the one on PATH, else the system's (Debian's python3-matplotlib,
+# which scripts/setup.sh installs, is for /usr/bin/python3 where PATH leads elsewhere).
+py=python3
+python3 -c "import matplotlib" 2>/dev/null || py=/usr/bin/python3
+"$py" "$src/bench/plot_sweep.py" "$src/test/bench/sweep-sample.csv" --out "$out" --title ", sample"
 for w in add matmul_bf16; do
   f="$out/sweep-$w.svg"
   [ -s "$f" ] || { echo "no $f"; exit 1; }

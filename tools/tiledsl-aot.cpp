@@ -145,6 +145,10 @@ int main(int argc, char** argv) {
                       "  if ({} % 16 != 0) return CUDA_ERROR_INVALID_VALUE; /* compiled for a multiple of 16 */\n", n);
         facts += fmt::format(" {}: {};", n, t.is_pointer() ? "16-byte aligned" : "a multiple of 16");
       }
+      if (at.count("nonnegative")) {
+        checks += fmt::format("  if ({} < 0) return CUDA_ERROR_INVALID_VALUE; /* compiled for a value >= 0 */\n", n);
+        facts += fmt::format(" {}: >= 0;", n);
+      }
       if (at.count("equal_to")) {
         checks += fmt::format("  if ({} != 1) return CUDA_ERROR_INVALID_VALUE; /* compiled for the value 1 */\n", n);
         facts += fmt::format(" {}: 1;", n);

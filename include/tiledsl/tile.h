@@ -271,6 +271,7 @@ V multiple_of(V v, const std::vector<int64_t>& values, const SourceLoc& loc);
 V max_contiguous(V v, const std::vector<int64_t>& values, const SourceLoc& loc);
 void print(const std::string& prefix, bool hex, const std::vector<V>& values, const SourceLoc& loc);
 void device_assert(V cond, const std::string& msg, const SourceLoc& loc);
+void assume(V cond, const SourceLoc& loc);
 void static_check(bool cond, const std::string& msg, const SourceLoc& loc);
 [[noreturn]] void fail(const char* op, const std::string& msg, const SourceLoc& loc);
 void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc);
@@ -919,6 +920,11 @@ inline void static_assert_(bool cond, const std::string& msg = "", TILEDSL_LOC) 
 inline void device_assert(const Tile<bool>& cond, const std::string& msg = "", TILEDSL_LOC) {
   detail::device_assert(cond.value(), msg, loc);
 }
+// Triton's tl.assume: a fact about the kernel's values (`tl::assume(pid_m >= 0)`) that the
+// compiler may rely on; today, that integers compared `>= c` or `> c` with c >= -1 are non-negative,
+// which lets remainders of offsets keep their runs (docs/language.md). The interpreter checks it
+// (an error naming the line when it does not hold); on the GPU a false fact is undefined behaviour.
+inline void assume(const Tile<bool>& cond, TILEDSL_LOC) { detail::assume(cond.value(), loc); }
 // Prints every element of each tile, prefixed with the program id and element index.
 struct Print {
   std::string prefix;

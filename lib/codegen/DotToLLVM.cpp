@@ -444,12 +444,17 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   // The 64-bit matrix descriptor of an operand starting at shared byte `start`: address >> 4 in
   // bits 0-13, the leading-dimension byte offset >> 4 in bits 16-29 (between panels of 64
   // columns; not used by K-major operands), the stride byte offset >> 4 in bits 32-45 (between
-  // groups of 8 lines: 1024 bytes), the 128-byte swizzle (1) in bits 62-63.
+  // groups of 8 lines: 1024 bytes), the 128-byte swizzle (1) in bits 62-63. Shared addresses are
+  // below 2^18 (at most 228 KiB), so address >> 4 fills bits 0-13 without a mask, and the
+  // descriptor of start + c (c a multiple of 16 within the buffer) is this one plus c >> 4: each
+  // instruction's descriptor is one 64-bit add of a constant to its operand's (uniform) base.
   auto descriptor = [&](llvm::Value* start, int64_t panel_bytes) {
     const uint64_t fixed =
         (uint64_t{1} << 62) | (uint64_t{1024 >> 4} << 32) | (static_cast<uint64_t>((panel_bytes >> 4) & 0x3fff) << 16);
-    llvm::Value* addr = b_.CreateAnd(b_.CreateLShr(b_.CreateZExt(start, i64), 4), 0x3fff);
-    return b_.CreateOr(addr, u64(fixed));
+    return b_.CreateOr(b_.CreateZExt(b_.CreateLShr(start, 4), i64), u64(fixed));
+  };
+  auto advanced = [&](llvm::Value* desc, int64_t bytes_on) {
+    return bytes_on ? b_.CreateAdd(desc, u64(static_cast<uint64_t>(bytes_on >> 4)), "", /*HasNUW=*/true) : desc;
   };
   llvm::Value* a_addr = b_.CreatePtrToInt(a_smem, b_.getInt32Ty());
   llvm::Value* b_addr = b_.CreatePtrToInt(b_smem, b_.getInt32Ty());
@@ -493,8 +498,10 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
     for (int64_t bm = 0; bm < bm_count; ++bm)
       for (int64_t k0 = 0; k0 < K; k0 += k_step) a_fragments(bm, k0 / k_step);
   inline_ptx("wgmma.fence.sync.aligned;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  llvm::Value* b_desc = descriptor(b_addr, (b_kmajor ? N : K) * 128);
   for (int64_t bm = 0; bm < bm_count; ++bm) {
     llvm::Value* row = b_.CreateAdd(group_row, u32(bm * passes::MmaLayout::kRows * l.warps_m()));
+    llvm::Value* a_desc = a_regs ? nullptr : descriptor(b_.CreateAdd(a_addr, b_.CreateMul(row, u32(128))), M * 128);
     for (int64_t n0 = 0; n0 < N; n0 += 256) {
       const int64_t width = std::min<int64_t>(256, N - n0), count = width / 2;  // accumulators per thread
       const size_t first = static_cast<size_t>((bm * bn_count + n0 / 8) * 4);
@@ -523,19 +530,17 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
         // a: panel k0 / panel of M lines. b: panel n0 / 64 of K lines, line k0 (N-major), or
         // K-major as a is: panel k0 / panel of N lines, line n0.
         const int64_t k_at = (k0 % panel) * bytes;
-        llvm::Value* a_at =
-            b_.CreateAdd(a_addr, b_.CreateAdd(b_.CreateMul(row, u32(128)), u32((k0 / panel) * M * 128 + k_at)));
-        llvm::Value* b_at = b_.CreateAdd(
-            b_addr, u32(b_kmajor ? (k0 / panel) * N * 128 + n0 * 128 + k_at : (n0 / 64) * K * 128 + k0 * 128));
+        const int64_t a_on = (k0 / panel) * M * 128 + k_at,
+                      b_on = b_kmajor ? (k0 / panel) * N * 128 + n0 * 128 + k_at : (n0 / 64) * K * 128 + k0 * 128;
         std::vector<llvm::Value*> args(out.begin() + static_cast<long>(first),
                                        out.begin() + static_cast<long>(first + static_cast<size_t>(count)));
         if (a_regs) {
           const auto& frag = a_fragments(bm, k0 / k_step);
           args.insert(args.end(), frag.begin(), frag.end());
         } else {
-          args.push_back(descriptor(a_at, M * 128));
+          args.push_back(advanced(a_desc, a_on));
         }
-        args.push_back(descriptor(b_at, (b_kmajor ? N : K) * 128));
+        args.push_back(advanced(b_desc, b_on));
         args.push_back(u32(1));
         llvm::Value* d = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
         for (int64_t i = 0; i < count; ++i)

@@ -19,7 +19,13 @@ std::unique_ptr<llvm::Module> Lowering::run() {
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
   tid_ = intrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
   lane_ = b_.CreateAnd(tid_, 31, "lane");
-  warp_ = b_.CreateLShr(tid_, 5, "warp");
+  // The warp's index, broadcast from lane 0 so that ptxas knows it is the same in every lane:
+  // values made of it (wgmma's matrix descriptors, warp offsets) then live in uniform registers
+  // rather than being moved to them per instruction (R2UR). Removed again when nothing uses it.
+  llvm::Value* warp_bits = b_.CreateLShr(tid_, 5);
+  warp_ = intrinsic(llvm::Intrinsic::nvvm_shfl_sync_idx_i32,
+                    {b_.getInt32(0xffffffffu), warp_bits, b_.getInt32(0), b_.getInt32(0x1f)});
+  warp_->setName("warp");
   // `.extern .shared .align 1024 .b8 tiledsl_smem[]`: sized at launch (the function's
   // shared_bytes attribute), so a kernel may use more than the 48 KiB of static shared memory.
   smem_ = new llvm::GlobalVariable(*mod_, llvm::ArrayType::get(b_.getInt8Ty(), 0), false,
@@ -28,6 +34,8 @@ std::unique_ptr<llvm::Module> Lowering::run() {
   smem_->setAlignment(llvm::Align(1024));  // swizzled dot operands (DotToLLVM.cpp) need 1024
   block(f_.body);
   b_.CreateRetVoid();
+  for (llvm::Value* v : {warp_, warp_bits})
+    if (auto* inst = llvm::dyn_cast<llvm::Instruction>(v); inst && inst->use_empty()) inst->eraseFromParent();
   finish_shared_memory();
   annotate();
   return std::move(mod_);
@@ -220,6 +228,9 @@ void Lowering::lower(const ir::Op& op) {
       return lower_print(op);
     case OpKind::Assert:
       return lower_assert(op);
+    case OpKind::Assume:  // LLVM may use a scalar fact too; the passes have used it already
+      if (op.operands[0]->type.shape().empty()) intrinsic(llvm::Intrinsic::assume, {get(op.operands[0])[0]});
+      return;
     default:
       break;
   }

@@ -128,7 +128,9 @@ Device check_args(const KernelImpl& k, std::span<const LaunchArg> args, const So
 }
 
 // Triton's specialisation: constexpr values, and for each integer whether it is 1 or a multiple
-// of 16, for each pointer whether it is 16-byte aligned.
+// of 16, for each pointer whether it is 16-byte aligned; and for each integer whether it is
+// non-negative (bit 4), which lets the axis analysis follow remainders of offsets built from it
+// (AxisInfo.cpp).
 // Fills `key` (a reused buffer: the launch path allocates nothing once warm).
 void spec_key(const KernelImpl& k, std::span<const LaunchArg> args, std::vector<int64_t>& key) {
   key.clear();
@@ -139,7 +141,7 @@ void spec_key(const KernelImpl& k, std::span<const LaunchArg> args, std::vector<
         break;
       case ParamKind::i32:
       case ParamKind::i64:
-        key.push_back(args[i].i == 1 ? 1 : args[i].i % 16 == 0 ? 2 : 0);
+        key.push_back((args[i].i == 1 ? 1 : args[i].i % 16 == 0 ? 2 : 0) | (args[i].i >= 0 ? 4 : 0));
         break;
       case ParamKind::f32:
         key.push_back(0);
@@ -179,11 +181,12 @@ std::unique_ptr<ir::Function> trace(KernelImpl& k, std::span<const LaunchArg> ar
     targs[i].value = a;
     if (p.kind == ParamKind::pointer && key[i]) attrs["divisibility"] = int64_t{16};
     if (p.kind == ParamKind::i32 || p.kind == ParamKind::i64) {
-      if (key[i] == 1) {
+      if ((key[i] & 3) == 1) {
         attrs["equal_to"] = int64_t{1};
         targs[i].value = b.constant_int(1, p.dtype, {});  // specialised: uses see the constant
-      } else if (key[i] == 2) {
-        attrs["divisibility"] = int64_t{16};
+      } else {
+        if ((key[i] & 3) == 2) attrs["divisibility"] = int64_t{16};
+        if (key[i] & 4) attrs["nonnegative"] = int64_t{1};
       }
     }
     f->arg_attrs.push_back(std::move(attrs));

@@ -220,6 +220,7 @@ void print(const std::string& prefix, bool hex, const std::vector<V>& values, co
   B.print(prefix, hex, values, L);
 }
 void device_assert(V cond, const std::string& msg, const SourceLoc& loc) { B.device_assert(cond, msg, L); }
+void assume(V cond, const SourceLoc& loc) { B.assume(cond, L); }
 void static_check(bool cond, const std::string& msg, const SourceLoc& loc) {
   if (!cond) B.fail(L, "static_assert", msg.empty() ? "assertion failed" : msg);
 }

@@ -493,6 +493,12 @@ void Builder::print(const std::string& prefix, bool hex, const std::vector<Value
   create(OpKind::Print, values, {}, {{"prefix", prefix}, {"hex", int64_t{hex}}}, loc);
 }
 
+void Builder::assume(Value* cond, const Location& loc) {
+  if (cond->type.dtype() != DType::i1 || cond->type.element().is_pointer())
+    fail(loc, "assume", fmt::format("condition must be boolean, got {}", ty(cond)));
+  create(OpKind::Assume, {cond}, {}, {}, loc);
+}
+
 void Builder::device_assert(Value* cond, const std::string& msg, const Location& loc) {
   if (cond->type.dtype() != DType::i1 || cond->type.element().is_pointer())
     fail(loc, "device_assert", fmt::format("condition must be boolean, got {}", ty(cond)));

@@ -73,6 +73,7 @@ class Builder {
   Value* hint(OpKind k, Value* v, std::vector<int64_t> values, const Location& loc);
   void print(const std::string& prefix, bool hex, const std::vector<Value*>& values, const Location& loc);
   void device_assert(Value* cond, const std::string& msg, const Location& loc);
+  void assume(Value* cond, const Location& loc);
 
   // Implicit conversions shared by several ops.
   std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,

@@ -139,10 +139,11 @@ class Verifier {
       if (k == "divisibility") {
         if (!i || !is_pow2(*i) || *i > (int64_t{1} << 30))
           fail_kernel(fmt::format("parameter '{}': divisibility must be a power of two from 1 to 2^30", n));
-      } else if (k == "equal_to") {
-        if (!i || *i != 1 || t.is_pointer()) fail_kernel(fmt::format("parameter '{}': equal_to is 1, on integers", n));
+      } else if (k == "equal_to" || k == "nonnegative") {
+        if (!i || *i != 1 || t.is_pointer()) fail_kernel(fmt::format("parameter '{}': {} is 1, on integers", n, k));
       } else {
-        fail_kernel(fmt::format("parameter '{}': unknown attribute '{}' (divisibility and equal_to are known)", n, k));
+        fail_kernel(fmt::format(
+            "parameter '{}': unknown attribute '{}' (divisibility, equal_to and nonnegative are known)", n, k));
       }
     }
   }
@@ -428,6 +429,7 @@ class Verifier {
         expect(o.attr_int("hex") == 0 || o.attr_int("hex") == 1, o, "hex is 0 or 1");
         break;
       case OpKind::Assert:
+      case OpKind::Assume:
         rule(is_bool(ty(0)), "the condition must be booleans");
         break;
       default:

@@ -263,6 +263,7 @@ class Assigner {
       }
       case OpKind::Print:
       case OpKind::Assert:
+      case OpKind::Assume:
         // Printing and checking read any layout: operands of different shapes keep their own.
         for (const Value* v : op.operands)
           if (is_tile(v)) decide(v, fallback(v));

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <set>
 
 namespace tiledsl::passes {
 
@@ -20,6 +22,74 @@ int64_t pow2_divisor(int64_t v) {
 
 size_t dims(const ir::Value* v) { return std::max<size_t>(1, v->type.shape().size()); }
 
+// Values known non-negative before any inference: arguments the specialisation found
+// non-negative and integers the kernel assumes (tl::assume) to be >= c or > c, c >= -1.
+std::set<const ir::Value*> stated_non_negative(const ir::Function& f) {
+  std::set<const ir::Value*> known;
+  for (size_t i = 0; i < f.num_args() && i < f.arg_attrs.size(); ++i)
+    if (f.arg_attrs[i].count("nonnegative")) known.insert(f.arg(i));
+  auto constant = [](const ir::Value* v) -> std::optional<int64_t> {
+    while (v->def && v->def->kind == ir::OpKind::Splat) v = v->def->operands[0];
+    if (!v->def || v->def->kind != ir::OpKind::Constant) return std::nullopt;
+    const auto& c = v->def->attrs.at("value");
+    if (!std::holds_alternative<int64_t>(c)) return std::nullopt;
+    return std::get<int64_t>(c);
+  };
+  ir::walk(f.body, [&](const ir::Op* op) {
+    if (op->kind != ir::OpKind::Assume) return;
+    const ir::Op* cmp = op->operands[0]->def;
+    if (!cmp || cmp->kind != ir::OpKind::Cmp) return;
+    const std::string& p = cmp->attr_str("pred");
+    const ir::Value *x = cmp->operands[0], *y = cmp->operands[1];
+    if (auto c = constant(y); c && ((p == "ge" && *c >= 0) || (p == "gt" && *c >= -1))) known.insert(x);
+    if (auto c = constant(x); c && ((p == "le" && *c >= 0) || (p == "lt" && *c >= -1))) known.insert(y);
+  });
+  return known;
+}
+
+// Whether every element of `v` is known to be at least 0: unsigned values, `known` ones
+// (stated_non_negative), program ids and grid sizes, non-negative constants and aranges, and
+// what sums, products, quotients, minima, maxima, broadcasts and reshapes make of them, and
+// remainders of them (by anything: truncated remainders take the dividend's sign); wrapping
+// past 2^31 aside, as for Triton's offsets.
+bool non_negative(const std::set<const ir::Value*>& known, const ir::Value* v, int depth = 0) {
+  using ir::OpKind;
+  if (!is_int(v->type.dtype())) return false;
+  if (is_unsigned(v->type.dtype()) || known.count(v)) return true;
+  const ir::Op* op = v->def;
+  if (!op || depth > 32) return false;
+  auto all = [&] {
+    return std::all_of(op->operands.begin(), op->operands.end(),
+                       [&](const ir::Value* x) { return non_negative(known, x, depth + 1); });
+  };
+  switch (op->kind) {
+    case OpKind::ProgramId:
+    case OpKind::NumPrograms:
+      return true;
+    case OpKind::Constant: {
+      const auto& c = op->attrs.at("value");
+      return std::holds_alternative<int64_t>(c) && std::get<int64_t>(c) >= 0;
+    }
+    case OpKind::Arange:
+      return op->attr_int("start") >= 0;
+    case OpKind::Splat:
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims:
+    case OpKind::Reshape:
+    case OpKind::ConvertLayout:
+    case OpKind::Add:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Max:
+    case OpKind::Min:
+      return all();
+    case OpKind::Rem:
+      return non_negative(known, op->operands[0], depth + 1);
+    default:
+      return false;
+  }
+}
+
 AxisInfo unknown(const ir::Value* v) {
   size_t n = dims(v);
   return {std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1)};
@@ -27,7 +97,7 @@ AxisInfo unknown(const ir::Value* v) {
 
 class Analysis {
  public:
-  explicit Analysis(const ir::Function& f) : f_(f) {}
+  explicit Analysis(const ir::Function& f) : f_(f), non_negative_(stated_non_negative(f)) {}
 
   AxisInfoMap run() {
     for (size_t i = 0; i < f_.num_args(); ++i) {
@@ -217,6 +287,28 @@ class Analysis {
         }
         return out;
       }
+      case OpKind::Rem: {
+        // x % y with y the same along d: a run of x contiguous from a multiple of D (x's
+        // divisibility), cut into pieces of gcd(run, D, y's divisibility), stays contiguous in
+        // each piece, as y's multiples, where x % y wraps, fall only between pieces. Truncated
+        // remainders of negative x run the other way, so x must be known non-negative
+        // (Triton's tutorials wrap their row offsets so: (pid_m * BLOCK_M + arange) % M).
+        const AxisInfo &a = operand(0), &b = operand(1);
+        const bool plain = non_negative(non_negative_, op.operands[0]);
+        // Each piece then starts at a multiple of its length; x % y of a lone element is x - q y,
+        // a multiple of what divides both.
+        for (size_t d = 0; d < out.contiguity.size(); ++d) {
+          const int64_t len = shape.empty() ? 1 : shape[d];
+          if (plain && a.contiguity[d] > 1 && b.constancy[d] >= len) {
+            out.contiguity[d] = std::gcd(a.contiguity[d], std::gcd(a.divisibility[d], b.divisibility[d]));
+            out.divisibility[d] = out.contiguity[d];
+          } else if (a.contiguity[d] == 1) {
+            out.divisibility[d] = std::gcd(a.divisibility[d], b.divisibility[d]);
+          }
+          out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+        }
+        return out;
+      }
       case OpKind::Cmp: {
         // A run of values contiguous from a multiple of k, compared with a multiple of k, is
         // entirely on one side: the mask is constant over it.
@@ -262,6 +354,7 @@ class Analysis {
   }
 
   const ir::Function& f_;
+  std::set<const ir::Value*> non_negative_;  // stated_non_negative(f_)
   AxisInfoMap map_;
 };
 }  // namespace

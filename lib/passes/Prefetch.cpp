@@ -187,7 +187,7 @@ bool deep(const Block& body, const Op* load, const PrefetchOptions& opts, const 
       // columns on wgmma (it reads b either way, but tf32 only K-major: its columns), on
       // mma.sync its columns for 8- and 32-bit inputs (mma_b_kmajor) and its rows otherwise.
       const bool wgmma = opts.wgmma && wgmma_takes(*op, *l);
-      const bool along_lines = i == 0 ? fast == 1
+      const bool along_lines = i == 0  ? fast == 1
                                : wgmma ? mma_k(*op) == 16 || fast == 0
                                        : fast == (mma_b_kmajor(*op) ? 0 : 1);
       if (!along_lines) return false;

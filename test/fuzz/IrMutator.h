@@ -139,6 +139,7 @@ std::string mutate_ir(const std::string& text, Rng& rng) {
                                  "max_contiguous",
                                  "print",
                                  "assert",
+                                 "assume",
                                  "axis",
                                  "perm",
                                  "values",

@@ -491,6 +491,24 @@ TEST_CASE("device_assert that fails", "[error]") {
                       err("checked", "assert: device_assert failed at index [5]: x must be non-negative (program (2, 0, 0))"));
 }
 
+// tl::assume states a fact the compiler relies on (the axis analysis: non-negative offsets); the
+// interpreter checks it, naming the line, rather than computing something the GPU would not.
+TEST_CASE("tl::assume that does not hold", "[error]") {
+  auto k = tl::kernel("assumed", {"x", "start", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Int start, tl::Int n, tl::Constexpr BLOCK) {
+                        auto row = tl::program_id(0) + start;
+                        MARK; tl::assume(row >= 0);
+                        auto offs = (row * BLOCK + tl::arange(0, BLOCK)) % n;
+                        tl::store(x + offs, tl::full<float>({BLOCK}, 1.0f));
+                      });
+  auto x = tl::Tensor::zeros({48}, tl::DType::f32, kCpu);
+  REQUIRE_NOTHROW(k[tl::grid(3)](x, 0, 48, 16));
+  CHECK(x.to_host<float>() == std::vector<float>(48, 1.0f));
+  REQUIRE_THROWS_WITH(k[tl::grid(3)](x, -2, 48, 16),
+                      err("assumed", "assume: tl::assume does not hold: the compiler relies on it, so on the GPU the "
+                                     "kernel's results would be undefined (program (0, 0, 0))"));
+}
+
 // Not an error: masked-off lanes often divide by the 0 a masked load gives them. The result is
 // defined (and the GPU gives the same): the quotient has all bits set, the remainder is the dividend.
 TEST_CASE("integer division by zero has a defined result", "[interp]") {

@@ -121,7 +121,7 @@ TEST_CASE("tracing produces the expected IR, with loop-carried values", "[unit]"
       std::array{tl::detail::to_launch_arg(x), tl::detail::to_launch_arg(100), tl::detail::to_launch_arg(32)},
       /*locations=*/false);
   CHECK(ir ==
-        "kernel @golden(%x: ptr<f32> {divisibility = 16}, %n: i32) attributes {BLOCK = 32} {\n"
+        "kernel @golden(%x: ptr<f32> {divisibility = 16}, %n: i32 {nonnegative = 1}) attributes {BLOCK = 32} {\n"
         "  %0 = arange() {end = 32, start = 0} : tile<32xi32>\n"
         "  %1 = constant() {value = 0.0} : f32\n"
         "  %2 = splat(%1) : tile<32xf32>\n"

@@ -215,9 +215,9 @@ TEST_CASE("dot's input_precision: ieee, tf32 and tf32x3 on f32 inputs", "[interp
 // instruction.
 TEST_CASE("tf32 and tf32x3 dots on tensor cores are within their bounds through a masked K loop", "[interp]") {
   using Case = DotCase;
-  for (Case t : {Case{70, 45, 83, 32, 32, 32, 4}, Case{100, 77, 90, 64, 64, 16, 4}, Case{37, 29, 45, 16, 16, 8, 4},
-                 Case{130, 141, 70, 128, 64, 32, 8}, Case{150, 130, 100, 64, 128, 32, 4},
-                 Case{130, 141, 170, 128, 64, 64, 8}}) {
+  for (Case t :
+       {Case{70, 45, 83, 32, 32, 32, 4}, Case{100, 77, 90, 64, 64, 16, 4}, Case{37, 29, 45, 16, 16, 8, 4},
+        Case{130, 141, 70, 128, 64, 32, 8}, Case{150, 130, 100, 64, 128, 32, 4}, Case{130, 141, 170, 128, 64, 64, 8}}) {
     INFO("blocks " << t.BM << "x" << t.BN << "x" << t.BK << ", " << t.warps << " warps");
     auto a = uniform<float>(static_cast<size_t>(t.M * t.K), 451 + t.M, -3, 3);
     auto b = uniform<float>(static_cast<size_t>(t.K * t.N), 452 + t.N, -3, 3);

@@ -214,6 +214,7 @@ kernel @tiles(%x: ptr<f32>, %out: ptr<f32>, %cnt: ptr<i32>, %n: i32) {
   %old2 = atomic_cas(%qc1, %zero, %c16) : i32
   %ok = cmp(%old2, %zero) {pred = "ge"} : i1
   assert(%ok) {msg = "cas"}
+  assume(%ok)
 }
 )IR";
 
@@ -307,7 +308,7 @@ TEST_CASE("passes: the test kernels use every op kind", "[unit]") {
     ir::walk(f->body, [&](const ir::Op* op) { seen.insert(op->kind); });
   }
   // convert_layout exists only after layout assignment; print would write to the test's output.
-  for (size_t k = 0; k <= static_cast<size_t>(OpKind::Assert); ++k) {
+  for (size_t k = 0; k <= static_cast<size_t>(OpKind::Assume); ++k) {
     auto kind = static_cast<OpKind>(k);
     if (kind == OpKind::ConvertLayout || kind == OpKind::Print) continue;
     INFO(ir::mnemonic(kind));
