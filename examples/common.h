@@ -45,7 +45,7 @@ inline double max_rel_error(const std::vector<double>& got, const std::vector<do
 }
 
 // Where the example's tensors, and so its kernels, run.
-inline const char* backend() { return tiledsl::default_device() == tiledsl::Device::cuda ? "gpu" : "interpreter"; }
+inline const char* backend() { return tiledsl::default_device().is_cuda() ? "gpu" : "interpreter"; }
 
 // Prints the report line and returns the process exit code.
 inline int report(const std::string& name, double max_err, double tol) {

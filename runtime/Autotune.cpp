@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -116,7 +117,8 @@ struct Autotuner::Impl {
     for (const auto& arg : full)
       if (arg.kind == detail::LaunchArg::tensor) {
         out.push_back(static_cast<int64_t>(arg.t->dtype()));
-        out.push_back(static_cast<int64_t>(arg.t->device()));
+        out.push_back(static_cast<int64_t>(arg.t->device().kind()));
+        out.push_back(arg.t->device().index());
       }
   }
 };
@@ -152,7 +154,9 @@ std::filesystem::path record_path(const Autotuner::Impl& t, std::span<const deta
       // this config does not trace; the next one may
     }
   }
-  std::string gpu = cuda::driver() ? cuda::device_info().name : "cpu";
+  ArgBuffer dbuf;
+  const Device device = device_of(t.full_args(user, 0, dbuf));
+  std::string gpu = device.is_cuda() ? cuda::device_info(device.index()).name : "cpu";
   std::string all = fmt::format("{}\n{}\n{}\n{}", ir, fmt::join(key, ","), gpu, fmt::join(t.kernel.params(), ","));
   std::string h = runtime::hash128(all);
   return std::filesystem::path(runtime::cache_dir()) / "autotune" / (t.kernel.name() + "-" + h + ".txt");
@@ -217,7 +221,7 @@ std::optional<Config> Autotuner::lookup(std::span<const detail::LaunchArg> user)
   return std::nullopt;
 }
 
-size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& grid) const {
+size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& grid, void* stream) const {
   Impl& t = *impl_;
   ArgBuffer buf;
   auto full = t.full_args(user, 0, buf);
@@ -248,12 +252,19 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
     candidates.resize(static_cast<size_t>(t.options.top_k));
   }
 
-  const bool gpu = device_of(full) == Device::cuda;
+  const Device device = device_of(full);
+  const bool gpu = device.is_cuda();
+  // The context the launches use (the caller's, where it is on the tensors' GPU): the compile
+  // threads load the kernels into it too.
+  std::optional<cuda::ContextScope> scope;
+  if (gpu) scope.emplace(device.index());
   // Compile every candidate first, on as many threads as the machine has; timing is sequential.
   std::vector<std::exception_ptr> compile_error(t.configs.size());
   if (gpu && candidates.size() > 1) {
     std::atomic<size_t> next{0};
+    const cuda::CUcontext ctx = scope->context();
     auto worker = [&] {
+      if (const cuda::Driver* d = cuda::driver()) d->cuCtxSetCurrent(ctx);
       for (size_t n; (n = next++) < candidates.size();) {
         size_t i = candidates[n];
         ArgBuffer cbuf;
@@ -283,10 +294,12 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
         report.add_row({c.str(), "-", "chosen without timing (interpreter)"});
         break;
       }
-      LaunchOptions lo{c.num_warps, c.num_stages, nullptr};
+      LaunchOptions lo{c.num_warps, c.num_stages, stream};
       auto run = [&] { t.kernel.launch(grid, lo, cfull); };
       run();  // compiles, and fails here if the config cannot run on this GPU
-      double ms = bench(run, t.options.bench).median_ms;
+      BenchOptions bo = t.options.bench;
+      bo.stream = stream;
+      double ms = bench(run, bo).median_ms;
       report.add_row({c.str(), fmt::format("{:.4f}", ms), "ok"});
       if (ms < best_ms) {
         best_ms = ms;
@@ -303,7 +316,7 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
   if (print_autotuning()) {
     std::printf("tiledsl: autotuning kernel '%s' (key %s) on %s\n", t.kernel.name().c_str(),
                 fmt::format("{}", fmt::join(key, ",")).c_str(),
-                gpu ? cuda::device_info().name.c_str() : "the interpreter");
+                gpu ? cuda::device_info(device.index()).name.c_str() : "the interpreter");
     report.print();
   }
   if (!best) t.fail(fmt::format("no config can run:\n  {}", fmt::join(reasons, "\n  ")));
@@ -314,11 +327,11 @@ size_t Autotuner::choose(std::span<const detail::LaunchArg> user, const Grid& gr
 }
 
 void TunedLaunch::launch(std::span<const detail::LaunchArg> user) const {
-  size_t c = t_.choose(user, grid_);
+  size_t c = t_.choose(user, grid_, stream_);
   const Config& config = t_.impl()->configs[c];
   ArgBuffer buf;
   auto full = t_.impl()->full_args(user, c, buf);
-  t_.kernel().launch(grid_, {config.num_warps, config.num_stages, nullptr}, full);
+  t_.kernel().launch(grid_, {config.num_warps, config.num_stages, stream_}, full);
 }
 
 Autotuner autotune(Kernel k, std::vector<Config> configs, std::vector<std::string> key, AutotuneOptions options,

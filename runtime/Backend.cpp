@@ -27,8 +27,10 @@ bool gpu_available(std::string* why) {
 }
 }  // namespace runtime
 
+int cuda_device_count() { return cuda::device_count(); }
+
 Device default_device() {
-  static const Device d = [] {
+  static const Device d = []() -> Device {
     std::string backend = env::value(env::Var::TILEDSL_BACKEND);
     std::string why;
     if (backend == "interpreter") return Device::cpu;

@@ -34,15 +34,16 @@ std::vector<double> time_gpu(const cuda::Driver& d, const std::function<void()>&
     cuda::check(d.cuEventCreate(&start[i], 0), "cuEventCreate");
     cuda::check(d.cuEventCreate(&stop[i], 0), "cuEventCreate");
   }
+  auto stream = static_cast<cuda::CUstream>(o.stream);
   for (int i = 0; i < o.warmup; ++i) fn();
   for (size_t i = 0; i < start.size(); ++i) {
     if (flush)
-      cuda::check(d.cuMemsetD8Async(flush, static_cast<unsigned char>(i), kFlushBytes, nullptr), "cuMemsetD8Async");
-    cuda::check(d.cuEventRecord(start[i], nullptr), "cuEventRecord");
+      cuda::check(d.cuMemsetD8Async(flush, static_cast<unsigned char>(i), kFlushBytes, stream), "cuMemsetD8Async");
+    cuda::check(d.cuEventRecord(start[i], stream), "cuEventRecord");
     fn();
-    cuda::check(d.cuEventRecord(stop[i], nullptr), "cuEventRecord");
+    cuda::check(d.cuEventRecord(stop[i], stream), "cuEventRecord");
   }
-  cuda::check(d.cuCtxSynchronize(), "cuCtxSynchronize", " (after the benchmarked function)");
+  cuda::check(d.cuStreamSynchronize(stream), "cuStreamSynchronize", " (after the benchmarked function)");
   std::vector<double> ms;
   for (size_t i = 0; i < start.size(); ++i) {
     float t = 0;
@@ -72,7 +73,7 @@ BenchResult bench(const std::function<void()>& fn, const BenchOptions& o) {
     throw Error(fmt::format("bench: rep must be at least 1 and warmup at least 0, got {} and {}", o.rep, o.warmup));
   for (double q : o.quantiles)
     if (q < 0 || q > 1) throw Error(fmt::format("bench: quantile {} is outside [0, 1]", q));
-  const cuda::Driver* d = default_device() == Device::cuda ? cuda::driver() : nullptr;
+  const cuda::Driver* d = default_device().is_cuda() ? cuda::driver() : nullptr;
   std::vector<double> ms = d ? time_gpu(*d, fn, o) : time_host(fn, o);
   std::sort(ms.begin(), ms.end());
   BenchResult r;

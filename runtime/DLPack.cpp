@@ -79,9 +79,7 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
   };
   Device device = Device::cpu;
   if (t.device.device_type == kDLCUDA) {
-    if (t.device.device_id != 0)
-      fail(fmt::format("CUDA device {}: only device 0 is supported (device indices are to come)", t.device.device_id));
-    device = Device::cuda;
+    device = Device::cuda(t.device.device_id);  // from_blob checks that the GPU exists and owns the memory
   } else if (t.device.device_type != kDLCPU) {
     fail(fmt::format("device type {} (only kDLCPU and kDLCUDA)", static_cast<int>(t.device.device_type)));
   }
@@ -114,7 +112,7 @@ DLManagedTensor* Tensor::to_dlpack() const {
   auto* e = new Export{*this, shape_, strides_, {}};
   DLTensor& t = e->managed.dl_tensor;
   t.data = data_ptr();
-  t.device = DLDevice{device() == Device::cuda ? kDLCUDA : kDLCPU, 0};
+  t.device = DLDevice{device().is_cuda() ? kDLCUDA : kDLCPU, device().index()};
   t.ndim = static_cast<int32_t>(shape_.size());
   t.dtype = *dtype;
   t.shape = e->shape.data();

@@ -22,15 +22,16 @@ struct Tensor::Storage {
   ~Storage() {
     if (!owned) {
       if (deleter) deleter(ptr);
-    } else if (device == Device::cpu) {
+    } else if (device.is_cpu()) {
       std::free(ptr);
     } else if (const cuda::Driver* d = cuda::driver()) {
+      cuda::ContextScope scope(device.index());
       d->cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(ptr));
     }
   }
 };
 
-const char* name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+std::string name(Device d) { return d.is_cpu() ? "cpu" : fmt::format("cuda:{}", d.index()); }
 
 namespace {
 // SplitMix64: a small, fully specified generator, so tensors are identical on every machine.
@@ -80,6 +81,28 @@ const cuda::Driver& gpu(const char* what) {
   if (!d) throw Error(fmt::format("{}: a tensor on cuda needs a GPU: {}", what, why));
   return *d;
 }
+
+// from_blob on a GPU: the driver must know `data` as memory GPU `device` can address as its own
+// (device memory of that GPU, or managed memory); host memory and another GPU's are errors here
+// rather than faults in a kernel later.
+void check_device_pointer(void* data, Device device) {
+  const cuda::Driver& d = gpu("Tensor::from_blob");
+  cuda::check_device(device.index(), "Tensor::from_blob");
+  const auto p = reinterpret_cast<cuda::CUdeviceptr>(data);
+  unsigned type = 0;
+  int ordinal = -1;
+  if (d.cuPointerGetAttribute(&type, cuda::kPointerAttrMemoryType, p) != 0)
+    throw Error(
+        fmt::format("Tensor::from_blob: {} is not memory the CUDA driver knows (host memory from malloc or new?); "
+                    "a tensor on {} needs device memory (cuMemAlloc, cudaMalloc, torch's CUDA tensors)",
+                    data, name(device)));
+  if (type == cuda::kMemoryTypeHost)
+    throw Error(fmt::format("Tensor::from_blob: {} is pinned host memory; a tensor on {} needs device memory", data,
+                            name(device)));
+  if (d.cuPointerGetAttribute(&ordinal, cuda::kPointerAttrDeviceOrdinal, p) == 0 && type == cuda::kMemoryTypeDevice &&
+      ordinal != device.index())
+    throw Error(fmt::format("Tensor::from_blob: {} is memory of GPU {}, not of {}", data, ordinal, name(device)));
+}
 }  // namespace
 
 Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device device) {
@@ -93,13 +116,16 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device devi
   size_t bytes = std::max<size_t>(t.nbytes(), 1);
   t.storage_->bytes = t.nbytes();
   t.storage_->device = device;
-  if (device == Device::cpu) {
+  if (device.is_cpu()) {
     if (bytes > SIZE_MAX - 63) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
     t.storage_->ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   } else {
     cuda::CUdeviceptr p = 0;
-    cuda::check(gpu("Tensor::empty").cuMemAlloc(&p, bytes), "cuMemAlloc",
-                fmt::format(" (Tensor::empty of {} bytes)", bytes));
+    const cuda::Driver& d = gpu("Tensor::empty");
+    cuda::check_device(device.index(), "Tensor::empty");
+    cuda::ContextScope scope(device.index());
+    cuda::check(d.cuMemAlloc(&p, bytes), "cuMemAlloc",
+                fmt::format(" (Tensor::empty of {} bytes on {})", bytes, name(device)));
     t.storage_->ptr = reinterpret_cast<void*>(p);
   }
   if (!t.storage_->ptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
@@ -129,6 +155,9 @@ Tensor Tensor::from_blob(void* data, const std::vector<int64_t>& shape, const st
   t.dtype_ = dtype;
   const size_t span = t.span_bytes();
   if (!data && span) throw Error("Tensor::from_blob: null data for a non-empty tensor");
+  // Checked where a driver can tell (without one, nothing can touch the view: every launch and
+  // copy on a GPU fails first, saying why).
+  if (device.is_cuda() && data && cuda::driver()) check_device_pointer(data, device);
   t.storage_ = std::make_shared<Storage>();
   t.storage_->ptr = data;
   t.storage_->bytes = span;
@@ -227,20 +256,27 @@ std::vector<size_t> element_offsets(const std::vector<int64_t>& shape, const std
 // Raw bytes [0, bytes) from data_ptr(), to or from the host.
 void Tensor::copy_span_from_host(const void* src, size_t bytes) {
   if (!bytes) return;
-  if (device() == Device::cpu)
+  if (device().is_cpu()) {
     std::memcpy(data_ptr(), src, bytes);
-  else
-    cuda::check(gpu("Tensor::copy_from_host").cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), src, bytes),
-                "cuMemcpyHtoD");
+    return;
+  }
+  const cuda::Driver& d = gpu("Tensor::copy_from_host");
+  cuda::ContextScope scope(device().index());
+  cuda::check(d.cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), src, bytes), "cuMemcpyHtoD");
+  // From pageable memory the driver may return before the DMA lands, and streams created
+  // non-blocking do not wait for it: complete it here, so that a copy is done when it returns.
+  cuda::check(d.cuStreamSynchronize(nullptr), "cuStreamSynchronize", " (after cuMemcpyHtoD)");
 }
 
 void Tensor::copy_span_to_host(void* dst, size_t bytes) const {
   if (!bytes) return;
-  if (device() == Device::cpu)
+  if (device().is_cpu()) {
     std::memcpy(dst, data_ptr(), bytes);
-  else
-    cuda::check(gpu("Tensor::copy_to_host").cuMemcpyDtoH(dst, reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), bytes),
-                "cuMemcpyDtoH");
+    return;
+  }
+  const cuda::Driver& d = gpu("Tensor::copy_to_host");
+  cuda::ContextScope scope(device().index());
+  cuda::check(d.cuMemcpyDtoH(dst, reinterpret_cast<cuda::CUdeviceptr>(data_ptr()), bytes), "cuMemcpyDtoH");
 }
 
 // A strided tensor goes through a host copy of the bytes it spans: gathered out of it, or

@@ -47,10 +47,16 @@ struct AutotuneOptions {
 
 class Autotuner;
 
-// tuned[grid](args...) takes the kernel's arguments without the tuned constexprs.
+// tuned[grid](args...) takes the kernel's arguments without the tuned constexprs;
+// tuned[grid].stream(s)(args...) launches on CUDA stream `s` (and, the first time, times the
+// configurations there).
 class TunedLaunch {
  public:
   TunedLaunch(const Autotuner& t, Grid g) : t_(t), grid_(std::move(g)) {}
+  TunedLaunch& stream(void* s) {
+    stream_ = s;
+    return *this;
+  }
   template <class... Args>
   void operator()(const Args&... args) const {
     std::array<detail::LaunchArg, sizeof...(Args)> a{detail::to_launch_arg(args)...};
@@ -61,6 +67,7 @@ class TunedLaunch {
  private:
   const Autotuner& t_;
   Grid grid_;
+  void* stream_ = nullptr;
 };
 
 class Autotuner {
@@ -76,8 +83,9 @@ class Autotuner {
     return lookup(a);
   }
   std::optional<Config> lookup(std::span<const detail::LaunchArg> user_args) const;
-  // The index of the configuration for these arguments, tuning (with `grid`) first if needed.
-  size_t choose(std::span<const detail::LaunchArg> user_args, const Grid& grid) const;
+  // The index of the configuration for these arguments, tuning (with `grid`, on `stream`)
+  // first if needed.
+  size_t choose(std::span<const detail::LaunchArg> user_args, const Grid& grid, void* stream = nullptr) const;
   const Kernel& kernel() const;
   // How many times configurations have been timed (tests: a second process must not tune again).
   size_t tunings() const;

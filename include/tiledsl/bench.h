@@ -13,6 +13,9 @@ struct BenchOptions {
   int rep = 100;    // timed runs
   std::vector<double> quantiles = {0.2, 0.8};
   bool flush_l2 = true;  // overwrite a buffer larger than the L2 before each run, untimed
+  // The CUDA stream `fn` launches on (null: the default stream): the flush and the events go
+  // there too, so that what is timed is that stream's work.
+  void* stream = nullptr;
 };
 
 struct BenchResult {

@@ -15,8 +15,36 @@ struct DLManagedTensor;  // <dlpack/dlpack.h> (DLPack 0.6, Debian's libdlpack-de
 
 namespace tiledsl {
 
-enum class Device { cpu, cuda };
-const char* name(Device d);
+// Where a tensor lives: the host (`tl::Device::cpu`, run by the interpreter) or GPU i
+// (`tl::Device::cuda(i)`; plain `tl::Device::cuda` is GPU 0), as torch.device("cuda", i).
+class Device {
+ public:
+  enum class Kind : uint8_t { cpu, cuda };
+  constexpr Device() = default;
+  constexpr Device(Kind kind, int index) : kind_(kind), index_(kind == Kind::cpu ? 0 : index) {}
+  constexpr Kind kind() const { return kind_; }
+  constexpr int index() const { return index_; }  // 0 on the CPU
+  constexpr bool is_cpu() const { return kind_ == Kind::cpu; }
+  constexpr bool is_cuda() const { return kind_ == Kind::cuda; }
+  constexpr bool operator==(const Device&) const = default;
+  // `tl::Device::cuda` converts to GPU 0; `tl::Device::cuda(i)` is GPU i.
+  struct Cuda {
+    constexpr operator Device() const { return Device(Kind::cuda, 0); }
+    constexpr Device operator()(int index) const { return Device(Kind::cuda, index); }
+  };
+  static const Cuda cuda;
+  static const Device cpu;
+
+ private:
+  Kind kind_ = Kind::cpu;
+  int index_ = 0;
+};
+inline constexpr Device::Cuda Device::cuda{};
+inline constexpr Device Device::cpu{};
+// "cpu", "cuda:0", "cuda:1", ...
+std::string name(Device d);
+// How many GPUs tl::Device::cuda(i) can name (torch.cuda.device_count()): 0 without a CUDA driver.
+int cuda_device_count();
 
 // Where new tensors go: the GPU when a CUDA device and the GPU backend are available, else the
 // CPU (host memory, run by the interpreter), announced once on stderr. TILEDSL_BACKEND=interpreter
@@ -48,7 +76,7 @@ class Tensor {
                           DType dtype, Device device = Device::cpu, std::function<void(void*)> deleter = {});
   static Tensor from_blob(void* data, const std::vector<int64_t>& shape, DType dtype, Device device = Device::cpu,
                           std::function<void(void*)> deleter = {});
-  // DLPack import: a view of `managed`'s memory (kDLCPU, or kDLCUDA device 0), taking ownership:
+  // DLPack import: a view of `managed`'s memory (kDLCPU, or kDLCUDA of any device), taking ownership:
   // its deleter runs once the last tensor sharing the storage is gone (also when the import fails).
   // Every dtype DLPack 0.6 names that tiledsl has (int, uint and float of 8-64 bits, bfloat16),
   // lanes 1; strides and byte_offset honoured.
@@ -82,7 +110,10 @@ class Tensor {
   Tensor to(Device device) const;
   // The elements converted to double, whatever the dtype, in row-major order.
   std::vector<double> to_double() const;
-  // numel() elements in row-major order, from or to host memory (through the strides).
+  // numel() elements in row-major order, from or to host memory (through the strides). On a GPU
+  // they are the driver's synchronous copies (the legacy default stream) and complete when they
+  // return; kernels the caller queued on streams of its own that do not synchronise with that
+  // stream (non-blocking ones) must be waited for first, as with cudaMemcpy.
   void copy_from_host(const void* src);
   void copy_to_host(void* dst) const;
 

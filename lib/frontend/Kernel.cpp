@@ -28,8 +28,9 @@ namespace detail {
 // One traced specialisation.
 struct Specialization {
   std::unique_ptr<ir::Function> fn;
-  // Loaded GPU kernels by the launch options that change the code.
-  std::map<runtime::GpuCompileOptions, std::shared_ptr<runtime::GpuKernel>> gpu;
+  // Loaded GPU kernels by the launch options that change the code and the context they are
+  // loaded in (one per GPU, or a caller's own context).
+  std::map<std::pair<runtime::GpuCompileOptions, cuda::CUcontext>, std::shared_ptr<runtime::GpuKernel>> gpu;
   std::set<int> dumped_warps;  // TILEDSL_DUMP_DIR files written
 };
 
@@ -240,13 +241,14 @@ runtime::GpuCompileOptions code_options(const LaunchOptions& o) {
 // The loaded kernel for (specialisation, code options), compiling it on first use. The compile
 // runs outside the kernel's lock, so different configurations compile at once (the autotuner
 // does so); two threads racing on one configuration compile it twice and keep one.
-const runtime::GpuKernel* gpu_kernel(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o) {
-  const runtime::GpuCompileOptions key = code_options(o);
+const runtime::GpuKernel* gpu_kernel(KernelImpl& k, detail::Specialization& spec, const LaunchOptions& o,
+                                     const cuda::ContextScope& scope, Device device) {
+  const auto key = std::pair(code_options(o), scope.context());
   {
     std::lock_guard lock(k.mu);
     if (auto it = spec.gpu.find(key); it != spec.gpu.end()) return it->second.get();
   }
-  auto fresh = runtime::load_gpu_kernel(*spec.fn, key);
+  auto fresh = runtime::load_gpu_kernel(*spec.fn, key.first, device.index());
   std::lock_guard lock(k.mu);
   auto& slot = spec.gpu[key];
   if (!slot) slot = std::move(fresh);
@@ -315,7 +317,9 @@ void Kernel::prepare(const LaunchOptions& o, std::span<const LaunchArg> args) co
   check_call(k, &o, SourceLoc::current(), "prepare");
   Device device = check_args(k, args, SourceLoc::current());
   auto spec = specialise(k, args);
-  if (device == Device::cuda) gpu_kernel(k, *spec, o);
+  if (!device.is_cuda()) return;
+  cuda::ContextScope scope(device.index());
+  gpu_kernel(k, *spec, o, scope, device);
 }
 
 void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const LaunchArg> args) const {
@@ -329,15 +333,19 @@ void Kernel::launch(const Grid& g, const LaunchOptions& o, std::span<const Launc
   int64_t programs = 0;
   if (__builtin_mul_overflow(d.x, d.y, &programs) || __builtin_mul_overflow(programs, d.z, &programs))
     user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) has more than 2^63 programs", d.x, d.y, d.z);
-  if (device == Device::cuda && (d.y > 65535 || d.z > 65535 || d.x > 2147483647))
+  if (device.is_cuda() && (d.y > 65535 || d.z > 65535 || d.x > 2147483647))
     user_error(where(g.loc()), k.name, "launch", "grid ({}, {}, {}) exceeds the GPU's limits (2^31 - 1, 65535, 65535)",
                d.x, d.y, d.z);
   auto spec = specialise(k, args);
   dump_ir(*spec, k.mu, o.num_warps);
-  if (device == Device::cuda && runtime::compare_with_interpreter())
-    return runtime::launch_compared_with_interpreter(*gpu_kernel(k, *spec, o), *spec->fn, k.specs, k.params, args, d,
-                                                     o.stream, where(g.loc()));
-  if (device == Device::cuda) return runtime::launch_on_gpu(*gpu_kernel(k, *spec, o), k.specs, args, d, o.stream);
+  if (device.is_cuda()) {
+    cuda::ContextScope scope(device.index());
+    const runtime::GpuKernel& gk = *gpu_kernel(k, *spec, o, scope, device);
+    if (runtime::compare_with_interpreter())
+      return runtime::launch_compared_with_interpreter(gk, *spec->fn, k.specs, k.params, args, d, o.stream,
+                                                       where(g.loc()));
+    return runtime::launch_on_gpu(gk, k.specs, args, d, o.stream);
+  }
   runtime::launch_in_interpreter(*spec->fn, k.specs, k.params, args, d, where(g.loc()));
 }
 
@@ -349,11 +357,11 @@ std::string Kernel::ir_for(std::span<const LaunchArg> args, bool locations, Sour
 
 CompiledKernel Kernel::compile_for(const LaunchOptions& o, std::span<const LaunchArg> args, SourceLoc loc) const {
   check_call(*impl_, &o, loc, "compile");
-  check_args(*impl_, args, loc);
+  const Device device = check_args(*impl_, args, loc);
   const ir::Function& f = *specialise(*impl_, args)->fn;
   CompiledKernel c;
   c.name = f.name;
-  c.arch = runtime::target_arch();
+  c.arch = runtime::target_arch(device.index());
   c.num_warps = o.num_warps;
   c.num_stages = o.num_stages;
   c.enable_fp_fusion = o.enable_fp_fusion;

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "support/Env.h"
 #include "tiledsl/error.h"
@@ -40,7 +42,9 @@ Loaded load() {
     l.why = fmt::format("the CUDA driver lacks {}; is it older than CUDA 12?", symbol); \
     return l;                                                                           \
   }
+#define TILEDSL_CU_OPTIONAL(name, symbol, params) l.d.name = reinterpret_cast<decltype(l.d.name)>(dlsym(h, symbol));
 #include "runtime/cuda/DriverApi.def"
+#undef TILEDSL_CU_OPTIONAL
 #undef TILEDSL_CU
   // cuInit and the context take about 200 ms of CPU time. Meanwhile the calling thread, which is
   // the one likely to compile the first kernel, runs the companion the runtime registered: the
@@ -74,19 +78,80 @@ Loaded load() {
 
 const Loaded& loaded() {
   static const Loaded l = load();
-  // Every thread that launches needs the context current.
-  thread_local bool current = false;
-  if (l.ok && !current) {
-    CUdevice dev = 0;
+  // A thread without a current context gets GPU 0's primary one (the caller's own, where it
+  // made one current, stays: ContextScope uses it when it is on the GPU a call needs).
+  thread_local bool checked = false;
+  if (l.ok && !checked) {
+    checked = true;  // first: primary_context() comes back here
     CUcontext ctx = nullptr;
-    l.d.cuDeviceGet(&dev, 0);
-    l.d.cuDevicePrimaryCtxRetain(&ctx, dev);
-    l.d.cuCtxSetCurrent(ctx);
-    current = true;
+    if (l.d.cuCtxGetCurrent(&ctx) == 0 && !ctx) l.d.cuCtxSetCurrent(primary_context(0));
   }
   return l;
 }
+
+struct Primaries {
+  std::mutex mu;
+  std::vector<CUcontext> ctx;  // by device index, null until retained
+};
+Primaries& primaries() {
+  static Primaries p;
+  return p;
+}
 }  // namespace
+
+int device_count() {
+  static const int n = [] {
+    int count = 0;
+    const Driver* d = driver();
+    if (!d || d->cuDeviceGetCount(&count) != 0) return 0;
+    return count;
+  }();
+  return n;
+}
+
+void check_device(int index, const std::string& what) {
+  std::string why;
+  if (!driver(&why)) throw Error(fmt::format("{}: tl::Device::cuda({}) needs a GPU: {}", what, index, why));
+  const int n = device_count();
+  if (index < 0 || index >= n)
+    throw Error(fmt::format("{}: there is no GPU {} (tl::Device::cuda({})): this machine has {} GPU{}, 0 to {}", what,
+                            index, index, n, n == 1 ? "" : "s", n - 1));
+}
+
+CUcontext primary_context(int index) {
+  const Driver& d = loaded().d;  // not driver(): loaded() calls this for GPU 0
+  Primaries& p = primaries();
+  std::lock_guard lock(p.mu);
+  if (p.ctx.size() <= static_cast<size_t>(index)) p.ctx.resize(static_cast<size_t>(index) + 1, nullptr);
+  CUcontext& ctx = p.ctx[static_cast<size_t>(index)];
+  if (!ctx) {
+    CUdevice dev = 0;
+    check(d.cuDeviceGet(&dev, index), "cuDeviceGet", fmt::format(" (GPU {})", index));
+    check(d.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain", fmt::format(" (GPU {})", index));
+  }
+  return ctx;
+}
+
+ContextScope::ContextScope(int index) {
+  const Driver* d = driver();
+  if (!d) return;
+  CUcontext current = nullptr;
+  CUdevice dev = -1;
+  if (d->cuCtxGetCurrent(&current) == 0 && current && d->cuCtxGetDevice(&dev) == 0 && dev == index) {
+    ctx_ = current;
+    return;
+  }
+  check_device(index, "tiledsl");
+  ctx_ = primary_context(index);
+  check(d->cuCtxPushCurrent(ctx_), "cuCtxPushCurrent", fmt::format(" (GPU {})", index));
+  pushed_ = true;
+}
+
+ContextScope::~ContextScope() {
+  if (!pushed_) return;
+  CUcontext popped = nullptr;
+  loaded().d.cuCtxPopCurrent(&popped);
+}
 
 void set_init_companion(void (*fn)()) { init_companion() = fn; }
 
@@ -107,13 +172,17 @@ void check(CUresult r, const char* call, const std::string& context) {
   throw Error(fmt::format("{} failed: {} ({}){}", call, name ? name : "?", desc ? desc : "", context));
 }
 
-const DeviceInfo& device_info() {
-  static const DeviceInfo info = [] {
+const DeviceInfo& device_info(int index) {
+  static std::mutex mu;
+  static std::map<int, DeviceInfo> infos;  // node-based: references stay valid
+  std::lock_guard lock(mu);
+  if (auto it = infos.find(index); it != infos.end()) return it->second;
+  const DeviceInfo& info = infos[index] = [&] {
     DeviceInfo i;
     const Driver* d = driver();
-    if (!d) return i;
+    if (!d || index < 0 || index >= device_count()) return i;
     CUdevice dev = 0;
-    d->cuDeviceGet(&dev, 0);
+    d->cuDeviceGet(&dev, index);
     char name[256] = {};
     d->cuDeviceGetName(name, sizeof name, dev);
     i.name = name;

@@ -17,6 +17,8 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUlinkState = struct CUlinkState_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 // Attribute and option numbers from cuda.h that tiledsl uses.
 enum : int {
@@ -30,6 +32,11 @@ enum : int {
   kFuncAttrNumRegs = 4,
   kFuncAttrMaxDynamicSharedSizeBytes = 8,
   kPointerAttrContext = 1,
+  kPointerAttrMemoryType = 2,
+  kPointerAttrDeviceOrdinal = 9,
+  kMemoryTypeHost = 1,
+  kMemoryTypeDevice = 2,
+  kMemoryTypeUnified = 4,
   kJitErrorLogBuffer = 5,
   kJitErrorLogBufferSizeBytes = 6,
   kJitInputPtx = 1,
@@ -41,9 +48,34 @@ struct Driver {
 #undef TILEDSL_CU
 };
 
-// The driver with a current context on device 0, or null with `why` saying what is missing.
-// Loaded once; thread-safe.
+// The driver, or null with `why` saying what is missing. Loaded once; thread-safe. A thread
+// that has no current context gets GPU 0's primary context made current; a context the caller
+// made current is left as it is (ContextScope picks the one a call needs).
 const Driver* driver(std::string* why = nullptr);
+
+// How many GPUs the driver sees (0 without a driver).
+int device_count();
+// Throws tiledsl::Error naming `what` unless GPU `index` exists.
+void check_device(int index, const std::string& what);
+// GPU `index`'s primary context (retained once, for the process's lifetime).
+CUcontext primary_context(int index);
+
+// Makes a context of GPU `index` current on the calling thread for the scope's lifetime: the
+// one already current when it is on that GPU (the caller's own is used, not replaced, as
+// Triton does), else the GPU's primary context, pushed and popped again at the end so that the
+// caller's is current afterwards.
+class ContextScope {
+ public:
+  explicit ContextScope(int index);
+  ~ContextScope();
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+  CUcontext context() const { return ctx_; }
+
+ private:
+  CUcontext ctx_ = nullptr;
+  bool pushed_ = false;
+};
 
 // A function the thread that first asks for the driver runs while another thread initialises it
 // (cuInit and the primary context, about 200 ms): the runtime registers the compiler's start-up
@@ -58,6 +90,7 @@ struct DeviceInfo {
   std::string name;
   int sm_major = 0, sm_minor = 0, sm_count = 0, max_shared_optin = 0;
 };
-const DeviceInfo& device_info();
+// GPU `index`'s name and attributes (an empty name without a driver).
+const DeviceInfo& device_info(int index = 0);
 
 }  // namespace tiledsl::cuda

@@ -30,9 +30,9 @@ bool warm_up_compiler() { return false; }
 std::string compiler_identity() { return "no codegen"; }
 #endif
 
-std::string target_arch() {
+std::string target_arch(int device) {
   if (std::string e = env::value(env::Var::TILEDSL_ARCH); !e.empty()) return e;
-  const cuda::DeviceInfo& d = cuda::device_info();
+  const cuda::DeviceInfo& d = cuda::device_info(device);
   // Machine code for sm_80 runs on every 8.x GPU (sm_86, sm_89); 9.0 gets sm_90a (its
   // architecture-specific features, wgmma among them, run on 9.0 only). A newer GPU than the code
   // generator knows is an error that says so (once per launch that needs a compile).
@@ -47,19 +47,25 @@ std::string target_arch() {
 }
 
 GpuKernel::~GpuKernel() {
-  if (module)
-    if (const cuda::Driver* d = cuda::driver()) d->cuModuleUnload(module);
+  // In its own context (which may be gone, if it was a caller's: then there is nothing to do).
+  const cuda::Driver* d = module ? cuda::driver() : nullptr;
+  if (!d || d->cuCtxPushCurrent(context) != 0) return;
+  d->cuModuleUnload(module);
+  cuda::CUcontext popped = nullptr;
+  d->cuCtxPopCurrent(&popped);
 }
 
-std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompileOptions& o) {
+std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompileOptions& o, int device) {
   const int num_warps = o.num_warps, num_stages = o.num_stages;
   std::string why;
   const cuda::Driver* d = cuda::driver(&why);
   if (!d) throw Error(fmt::format("kernel '{}': cannot run on the GPU: {}", f.name, why));
-  const std::string arch = target_arch();
+  const std::string arch = target_arch(device);
   const std::string key = cache_key(ir::print(f), arch, num_warps, num_stages, o.fp_fusion);
   auto k = std::make_shared<GpuKernel>();
   k->name = f.name;
+  k->device = device;
+  cuda::check(d->cuCtxGetCurrent(&k->context), "cuCtxGetCurrent", fmt::format(" loading kernel '{}'", f.name));
   k->num_warps = num_warps;
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t) {
@@ -115,7 +121,7 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
   k->static_shared_bytes = static_shared;
   d->cuFuncGetAttribute(&k->registers, cuda::kFuncAttrNumRegs, k->function);
   d->cuFuncGetAttribute(&k->local_bytes, cuda::kFuncAttrLocalSizeBytes, k->function);
-  int max_shared = cuda::device_info().max_shared_optin;
+  int max_shared = cuda::device_info(device).max_shared_optin;
   if (k->shared_bytes + k->static_shared_bytes > max_shared && max_shared > 0)
     throw Error(
         fmt::format("kernel '{}' needs {} bytes of shared memory (num_warps={}, num_stages={}) but the GPU "

@@ -57,11 +57,14 @@ struct ResourceUsage {
 };
 ResourceUsage resource_usage(const GpuBinary& bin, const std::string& arch);
 
-// The architecture to compile for: TILEDSL_ARCH, else the GPU present, else sm_90.
-std::string target_arch();
+// The architecture to compile for: TILEDSL_ARCH, else GPU `device`'s, else sm_90.
+std::string target_arch(int device = 0);
 
-// A loaded kernel with the attributes the driver reports.
+// A loaded kernel with the attributes the driver reports: one per context (a module belongs to
+// the context it was loaded in: a GPU's primary context, or a caller's own).
 struct GpuKernel {
+  cuda::CUcontext context = nullptr;
+  int device = 0;
   cuda::CUmodule module = nullptr;
   cuda::CUfunction function = nullptr;
   int shared_bytes = 0;         // dynamic shared memory passed at launch
@@ -70,14 +73,17 @@ struct GpuKernel {
   std::string name;
   ~GpuKernel();
 };
-std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompileOptions& o);
+// Compiles (or reads from the disk cache) and loads `f` for GPU `device` into the context
+// current on the calling thread, which must be one of that GPU's (cuda::ContextScope).
+std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompileOptions& o, int device = 0);
 
 // One kernel parameter as the driver reads it: the value in the low bytes of 8 (little-endian),
 // so an i32 or f32 parameter reads its first 4.
 struct GpuArg {
   uint64_t bits;
 };
-// Launches with no allocation: arguments are copied into fixed-size arrays.
+// Launches with no allocation: arguments are copied into fixed-size arrays. The kernel's context
+// must be current (cuda::ContextScope).
 void launch_gpu_kernel(const GpuKernel& k, std::span<const GpuArg> args, std::array<int64_t, 3> grid, void* stream);
 
 }  // namespace tiledsl::runtime

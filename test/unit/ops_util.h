@@ -60,7 +60,7 @@ tl::Tensor poison(std::vector<int64_t> shape) {
 
 // Whether kernels run on the GPU (the same tests run there with TILEDSL_BACKEND=gpu): the few
 // results that are the interpreter's own (C library math, stdout) are then checked loosely.
-inline bool on_gpu() { return tl::default_device() == tl::Device::cuda; }
+inline bool on_gpu() { return tl::default_device().is_cuda(); }
 
 // Seeded random values in [lo, hi]: uniform reals rounded to T, or uniform integers.
 template <class T>

@@ -3,6 +3,7 @@
 // the storage is gone, and bad views are errors. On the interpreter the memory is host memory; on
 // the GPU the same tests borrow device memory from a tensor the test allocates.
 #include <dlpack/dlpack.h>
+#include <fmt/format.h>
 
 #include "ops_util.h"
 
@@ -144,17 +145,35 @@ TEST_CASE("from_blob: null data, stride counts, negative strides and overflowing
   CHECK(b.span_bytes() == 12);
 }
 
-// A view claiming device memory (never touched: the launch is rejected first) beside a host
-// tensor: the error names both arguments and their devices. Runs without a GPU, as from_blob does
-// not call the driver.
+// A view of device memory (never touched: the launch is rejected first) beside a host tensor: the
+// error names both arguments and their devices. Without a GPU the view's address is made up
+// (from_blob asks the driver about it only where there is one); with one it is GPU 0's.
 TEST_CASE("a launch with tensors on two devices is an error naming both", "[unit]") {
   float host_buf[64] = {};
   auto x = tl::Tensor::from_blob(host_buf, {8, 8}, tl::DType::f32, tl::Device::cpu);
-  auto out =
-      tl::Tensor::from_blob(reinterpret_cast<void*>(uintptr_t{1} << 40), {8, 8}, tl::DType::f32, tl::Device::cuda);
+  tl::Tensor memory = on_gpu() ? tl::Tensor::empty({8, 8}, tl::DType::f32, tl::Device::cuda) : tl::Tensor();
+  void* device_ptr = on_gpu() ? memory.data_ptr() : reinterpret_cast<void*>(uintptr_t{1} << 40);
+  auto out = tl::Tensor::from_blob(device_ptr, {8, 8}, tl::DType::f32, tl::Device::cuda);
   CHECK_THROWS_WITH(launch_affine(x, out),
-                    Catch::Contains("argument 2 ('out') is on cuda but argument 1 ('x') is on cpu; all tensors of a "
+                    Catch::Contains("argument 2 ('out') is on cuda:0 but argument 1 ('x') is on cpu; all tensors of a "
                                     "launch must be on one device"));
+}
+
+// On a GPU, from_blob asks the driver what the memory is: host memory, or an index with no GPU,
+// is an error there rather than a fault in a kernel.
+TEST_CASE("from_blob on a GPU rejects host memory and GPUs that do not exist", "[interp]") {
+  if (!on_gpu()) return;  // no driver to ask: the [unit] test above covers the CPU side
+  std::vector<float> host(64);
+  CHECK_THROWS_WITH(tl::Tensor::from_blob(host.data(), {64}, tl::DType::f32, tl::Device::cuda),
+                    Catch::Contains("is not memory the CUDA driver knows"));
+  auto memory = tl::Tensor::empty({64}, tl::DType::f32, tl::Device::cuda);
+  const int n = tl::cuda_device_count();
+  CHECK_THROWS_WITH(tl::Tensor::from_blob(memory.data_ptr(), {64}, tl::DType::f32, tl::Device::cuda(n)),
+                    Catch::Contains(fmt::format("there is no GPU {}", n)));
+  CHECK_THROWS_WITH(tl::Tensor::empty({64}, tl::DType::f32, tl::Device::cuda(n)),
+                    Catch::Contains(fmt::format("Tensor::empty: there is no GPU {}", n)));
+  auto view = tl::Tensor::from_blob(memory.data_ptr(), {8, 8}, tl::DType::f32, tl::Device::cuda(0));
+  CHECK(view.device() == tl::Device::cuda(0));
 }
 
 // --- DLPack ---------------------------------------------------------------------------------
@@ -171,7 +190,7 @@ struct Producer {
       : memory(owner(bytes, 0)), shape(std::move(shp)), strides(std::move(str)) {
     DLTensor& t = managed.dl_tensor;
     t.data = memory.data_ptr();
-    t.device = DLDevice{memory.device() == tl::Device::cuda ? kDLCUDA : kDLCPU, 0};
+    t.device = DLDevice{memory.device().is_cuda() ? kDLCUDA : kDLCPU, memory.device().index()};
     t.ndim = static_cast<int32_t>(shape.size());
     t.dtype = type;
     t.shape = shape.data();
@@ -252,9 +271,17 @@ TEST_CASE("DLPack: unsupported imports are errors that still release the produce
   Producer device(64, {4}, {}, DLDataType{kDLFloat, 32, 1}, 0);
   device.managed.dl_tensor.device = DLDevice{kDLOpenCL, 0};
   expect_error(device, "device type 4 (only kDLCPU and kDLCUDA)");
-  Producer second(64, {4}, {}, DLDataType{kDLFloat, 32, 1}, 0);
-  second.managed.dl_tensor.device = DLDevice{kDLCUDA, 1};
-  expect_error(second, "CUDA device 1: only device 0");
+  // A GPU index the machine does not have (without a driver there is none to ask: the index
+  // comes through as it is).
+  const int gpus = tl::cuda_device_count();
+  Producer missing(64, {4}, {}, DLDataType{kDLFloat, 32, 1}, 0);
+  missing.managed.dl_tensor.device = DLDevice{kDLCUDA, gpus + 1};
+  if (gpus > 0) {
+    expect_error(missing, fmt::format("there is no GPU {}", gpus + 1));
+  } else {
+    CHECK(tl::Tensor::from_dlpack(&missing.managed).device() == tl::Device::cuda(1));
+    CHECK(missing.deleted == 1);
+  }
   Producer negative(64, {2, 2}, {-2, 1}, DLDataType{kDLFloat, 32, 1}, 0);
   expect_error(negative, "negative stride");
   CHECK_THROWS_WITH(tl::Tensor::from_dlpack(nullptr), Catch::Contains("null DLManagedTensor"));
