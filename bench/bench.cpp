@@ -678,6 +678,46 @@ void host_time_per_launch(const std::string& label, const std::function<void()>&
               per_launch.front(), per_launch.back(), back_to_back);
 }
 
+// Host time per kernel of `launch` (a tiny kernel, given the stream to launch on) replayed from
+// a CUDA graph: 128 launches captured once (the strictest capture mode: a launch that allocated,
+// synchronised or loaded a module would fail it), then the median over 40 replays of the graph,
+// each timed from cuGraphLaunch to its return and divided by 128, the GPU drained in between.
+void host_time_in_graph(const std::string& label, const std::function<void(void*)>& launch) {
+  using clock = std::chrono::steady_clock;
+  const cu::Driver& d = drv();
+  if (!d.cuStreamBeginCapture || !d.cuGraphInstantiate) {
+    std::printf("%-40s the driver has no graph API\n", label.c_str());
+    return;
+  }
+  cu::CUstream s = nullptr;
+  cu::check(d.cuStreamCreate(&s, 1), "cuStreamCreate");
+  launch(s);  // compiled before the capture
+  cu::check(d.cuStreamSynchronize(s), "cuStreamSynchronize");
+  const int kernels = 128;
+  cu::check(d.cuStreamBeginCapture(s, 0 /* CU_STREAM_CAPTURE_MODE_GLOBAL */), "cuStreamBeginCapture");
+  for (int i = 0; i < kernels; ++i) launch(s);
+  cu::CUgraph graph = nullptr;
+  cu::CUgraphExec exec = nullptr;
+  cu::check(d.cuStreamEndCapture(s, &graph), "cuStreamEndCapture");
+  cu::check(d.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
+  std::vector<double> per_kernel;
+  for (int r = 0; r < 45; ++r) {
+    auto t0 = clock::now();
+    cu::check(d.cuGraphLaunch(exec, s), "cuGraphLaunch");
+    const double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count() / kernels;
+    cu::check(d.cuStreamSynchronize(s), "cuStreamSynchronize");
+    if (r >= 5) per_kernel.push_back(us);  // the first replays upload the graph
+  }
+  d.cuGraphExecDestroy(exec);
+  d.cuGraphDestroy(graph);
+  d.cuStreamDestroy(s);
+  std::sort(per_kernel.begin(), per_kernel.end());
+  const double us = per_kernel[per_kernel.size() / 2];
+  summary().add_row({label, num(us / 1000, 6), num(us, 3), "us", "", ""});
+  std::printf("%-40s %10.3f us per kernel (graphs of %d; %.3f-%.3f)\n", label.c_str(), us, kernels, per_kernel.front(),
+              per_kernel.back());
+}
+
 // The attention example's kernel on one small problem (B1 H1 N1024 D128, the example's blocks):
 // trace, compile, load and run once, synchronised.
 void first_launch_attention(const char* label) {
@@ -796,6 +836,9 @@ int main(int argc, char** argv) {
       host_time_per_launch("host time per launch, cuLaunchKernel alone", [&] {
         tiledsl::runtime::launch_gpu_kernel(*gk, raw, {1, 1, 1}, nullptr);
       });
+      // The same launches captured into a CUDA graph and replayed.
+      host_time_in_graph("host time per kernel, tiny add, graph replay",
+                         [&](void* s) { cold[1].options({.stream = s})(x, y, o, 1024, 1024); });
     }
 
     first_launch_attention("cold compile + first launch, attention");

@@ -7,6 +7,7 @@
 #include "tiledsl/dtype.h"
 #include "tiledsl/error.h"
 #include "tiledsl/kernel.h"
+#include "tiledsl/stream.h"
 #include "tiledsl/tensor.h"
 #include "tiledsl/tile.h"
 #include "tiledsl/version.h"
