@@ -47,9 +47,15 @@ std::string target_arch(int device) {
 }
 
 GpuKernel::~GpuKernel() {
-  // In its own context (which may be gone, if it was a caller's: then there is nothing to do).
+  // Unloaded from a GPU's primary context, which tiledsl keeps for the process's lifetime. A
+  // caller's own context frees its modules when it is destroyed, which may have happened already:
+  // those are left to it.
   const cuda::Driver* d = module ? cuda::driver() : nullptr;
-  if (!d || d->cuCtxPushCurrent(context) != 0) return;
+  try {
+    if (!d || context != cuda::primary_context(device) || d->cuCtxPushCurrent(context) != 0) return;
+  } catch (const Error&) {
+    return;
+  }
   d->cuModuleUnload(module);
   cuda::CUcontext popped = nullptr;
   d->cuCtxPopCurrent(&popped);
