@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-cmake --preset default >/dev/null
+source scripts/setup-torch.sh  # TILEDSL_TORCH_PYTHON: tiledsl::torch and its tests, where torch installs
+cmake --preset default -DTILEDSL_TORCH_PYTHON="$TILEDSL_TORCH_PYTHON" >/dev/null
 cmake --build --preset default
 ctest --preset default -j"$(nproc)" "$@"
