@@ -7,55 +7,6 @@
 
 namespace tl = tiledsl;
 
-// dw and db are sums over every row. Rather than atomics (which serialise the programs, and whose
-// float sums depend on the order programs run), each of the GROUPS programs takes rows pid,
-// pid + GROUPS, ... and writes its own partial row of dw and db; layer_norm_bwd_dwdb then sums
-// the GROUPS partial rows. The result is deterministic. A row fits in one BLOCK here, so xhat and
-// w * dy stay in registers between the two row reductions and the dx formula.
-const tl::Kernel layer_norm_bwd_dx = tl::kernel(
-    "layer_norm_bwd_dx",
-    {"x", "dy", "dx", "w", "mean", "rstd", "partial_dw", "partial_db", "stride", "m", "n", "GROUPS", "BLOCK"},
-    [](tl::Ptr<float> x, tl::Ptr<float> dy, tl::Ptr<float> dx, tl::Ptr<float> w, tl::Ptr<float> mean,
-       tl::Ptr<float> rstd, tl::Ptr<float> partial_dw, tl::Ptr<float> partial_db, tl::Int stride, tl::Int m, tl::Int n,
-       tl::Constexpr GROUPS, tl::Constexpr BLOCK) {
-      auto pid = tl::program_id(0);
-      auto cols = tl::arange(0, BLOCK);
-      auto mask = cols < n;
-      auto w_row = tl::load(w + cols, mask, 0.0f);
-      auto dw_acc = tl::zeros<float>({BLOCK}), db_acc = tl::zeros<float>({BLOCK});
-      tl::range(pid, m, GROUPS, [&](tl::Int row) {
-        auto offs = row * stride + cols;
-        auto x_row = tl::load(x + offs, mask, 0.0f), dy_row = tl::load(dy + offs, mask, 0.0f);
-        auto row_rstd = tl::load(rstd + row);
-        // Masked-off columns must contribute 0 to both row sums below, so xhat is forced to 0 there.
-        auto xhat = tl::where(mask, (x_row - tl::load(mean + row)) * row_rstd, 0.0f);
-        auto wdy = w_row * dy_row;
-        auto c1 = tl::sum(xhat * wdy, 0) / n.to<float>();
-        auto c2 = tl::sum(wdy, 0) / n.to<float>();
-        tl::store(dx + offs, (wdy - (xhat * c1 + c2)) * row_rstd, mask);
-        dw_acc += dy_row * xhat;
-        db_acc += dy_row;
-      });
-      tl::store(partial_dw + pid * n + cols, dw_acc, mask);
-      tl::store(partial_db + pid * n + cols, db_acc, mask);
-    });
-
-// Sums the partial rows: one program per BLOCK columns.
-const tl::Kernel layer_norm_bwd_dwdb =
-    tl::kernel("layer_norm_bwd_dwdb", {"partial_dw", "partial_db", "dw", "db", "groups", "n", "BLOCK"},
-               [](tl::Ptr<float> partial_dw, tl::Ptr<float> partial_db, tl::Ptr<float> dw, tl::Ptr<float> db,
-                  tl::Int groups, tl::Int n, tl::Constexpr BLOCK) {
-                 auto cols = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-                 auto mask = cols < n;
-                 auto dw_acc = tl::zeros<float>({BLOCK}), db_acc = tl::zeros<float>({BLOCK});
-                 tl::range(0, groups, [&](tl::Int g) {
-                   dw_acc += tl::load(partial_dw + g * n + cols, mask, 0.0f);
-                   db_acc += tl::load(partial_db + g * n + cols, mask, 0.0f);
-                 });
-                 tl::store(dw + cols, dw_acc, mask);
-                 tl::store(db + cols, db_acc, mask);
-               });
-
 int main() {
   return example::run("layernorm", [] {
     const int m = 937, n = 1151;  // n spans several forward chunks, the last one partial
@@ -69,10 +20,10 @@ int main() {
     const int stride = static_cast<int>(x.stride(0));
 
     layernorm::layer_norm_fwd[tl::grid(m)](x, y, w, b, mean, rstd, stride, n, eps, fwd_block);
-    layer_norm_bwd_dx[tl::grid(groups)](x, dy, dx, w, mean, rstd, partial_dw, partial_db, stride, m, n, groups,
-                                        bwd_block);
-    layer_norm_bwd_dwdb[tl::grid(tl::cdiv(n, dwdb_block))](partial_dw, partial_db, dw, db, static_cast<int>(groups), n,
-                                                           dwdb_block);
+    layernorm::layer_norm_bwd_dx[tl::grid(groups)](x, dy, dx, w, mean, rstd, partial_dw, partial_db, stride, m, n,
+                                                   groups, bwd_block);
+    layernorm::layer_norm_bwd_dwdb[tl::grid(tl::cdiv(n, dwdb_block))](partial_dw, partial_db, dw, db,
+                                                                      static_cast<int>(groups), n, dwdb_block);
 
     // The reference, in double from the same f32 inputs; backward by the analytic formula.
     auto xs = x.to_double(), ws = w.to_double(), bs = b.to_double(), dys = dy.to_double();
