@@ -484,6 +484,16 @@ void Program::exec_elementwise(const Op& op, RVal& out) {
     default:
       break;
   }
+  if (op.kind == OpKind::Math) {
+    const std::string& fn = op.attr_str("fn");
+    for (size_t j = 0; j < n; ++j) out.f.push_back(round_to(d, ir::math_fn(fn, d, at_f(0, j))));
+    return;
+  }
+  if (op.kind == OpKind::Math2) {
+    const std::string& fn = op.attr_str("fn");
+    for (size_t j = 0; j < n; ++j) out.f.push_back(round_to(d, ir::math2_fn(fn, d, at_f(0, j), at_f(1, j))));
+    return;
+  }
   if (ir::has_trait(op.kind, ir::kFloatMath)) {
     for (size_t j = 0; j < n; ++j) out.f.push_back(round_to(d, float_math(op.kind, d, at_f(0, j))));
     return;

@@ -255,6 +255,8 @@ V reshape(V v, const std::vector<int64_t>& shape, const SourceLoc& loc);
 V trans(V v, const std::vector<int64_t>& perm, const SourceLoc& loc);
 V select(V c, V a, V b, const SourceLoc& loc);
 V fma(V a, V b, V c, const SourceLoc& loc);
+V math(const char* fn, V a, const SourceLoc& loc);
+V math(const char* fn, V a, V b, const SourceLoc& loc);
 V load(V p, V mask, V other, const SourceLoc& loc);
 void store(V p, V v, V mask, const SourceLoc& loc);
 V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc);
@@ -598,6 +600,84 @@ template <class T>
 Tile<T> fma(const Tile<T>& a, const Tile<T>& b, const Tile<T>& c, TILEDSL_LOC) {
   static_assert(detail::is_float_v<T>, "tl::fma: needs floating-point tiles");
   return Tile<T>(detail::fma(a.value(), b.value(), c.value(), loc));
+}
+
+// The rest of the libdevice set Triton's kernels call (tl.math.* / libdevice.*), on float tiles;
+// f16 and bf16 compute in f32, as the GPU does. round: halves away from zero.
+#define TILEDSL_MATH_FN(fn)                                                                         \
+  template <class T>                                                                                \
+  Tile<T> fn(const Tile<T>& x, TILEDSL_LOC) {                                                       \
+    static_assert(detail::is_float_v<T>,                                                            \
+                  "tl::" #fn ": needs a floating-point tile; convert it first with x.to<float>()"); \
+    return Tile<T>(detail::math(#fn, x.value(), loc));                                              \
+  }
+TILEDSL_MATH_FN(tanh)
+TILEDSL_MATH_FN(log1p)
+TILEDSL_MATH_FN(expm1)
+TILEDSL_MATH_FN(tan)
+TILEDSL_MATH_FN(asin)
+TILEDSL_MATH_FN(acos)
+TILEDSL_MATH_FN(atan)
+TILEDSL_MATH_FN(sinh)
+TILEDSL_MATH_FN(cosh)
+TILEDSL_MATH_FN(asinh)
+TILEDSL_MATH_FN(acosh)
+TILEDSL_MATH_FN(atanh)
+TILEDSL_MATH_FN(erfinv)
+TILEDSL_MATH_FN(cbrt)
+TILEDSL_MATH_FN(log10)
+TILEDSL_MATH_FN(exp10)
+TILEDSL_MATH_FN(trunc)
+TILEDSL_MATH_FN(round)
+#undef TILEDSL_MATH_FN
+#define TILEDSL_MATH_FN2(fn)                                                                                 \
+  template <detail::TileOrLiteral A, detail::TileOrLiteral B>                                                \
+  auto fn(const A& a, const B& b, TILEDSL_LOC) {                                                             \
+    using E = detail::promote_t<detail::pair_elem_t<A, B>, detail::pair_elem_t<B, A>>;                       \
+    static_assert(detail::is_float_v<E>, "tl::" #fn ": needs floating-point tiles; convert them first");     \
+    return Tile<E>(                                                                                          \
+        detail::math(#fn, detail::as_value(a, dtype_v<E>, loc), detail::as_value(b, dtype_v<E>, loc), loc)); \
+  }
+TILEDSL_MATH_FN2(pow)
+TILEDSL_MATH_FN2(atan2)
+TILEDSL_MATH_FN2(hypot)
+#undef TILEDSL_MATH_FN2
+
+// Tests of floats (true where x is NaN, is infinite, has its sign bit set: -0.0 and NaNs with
+// the bit too), and clamp(x, lo, hi) = minimum(maximum(x, lo), hi).
+template <class T>
+Tile<bool> isnan(const Tile<T>& x, TILEDSL_LOC) {
+  static_assert(detail::is_float_v<T>, "tl::isnan: needs a floating-point tile");
+  return Tile<bool>(detail::compare(CmpPred::ne, x.value(), x.value(), loc));
+}
+template <class T>
+Tile<bool> isinf(const Tile<T>& x, TILEDSL_LOC) {
+  static_assert(detail::is_float_v<T>, "tl::isinf: needs a floating-point tile");
+  return Tile<bool>(detail::compare(CmpPred::eq, detail::unary(UnOp::abs, x.value(), loc),
+                                    detail::as_value(HUGE_VAL, dtype_v<T>, loc), loc));
+}
+template <class T>
+Tile<bool> signbit(const Tile<T>& x, TILEDSL_LOC) {
+  static_assert(detail::is_float_v<T> && sizeof(T) >= 2, "tl::signbit: needs an f16, bf16, f32 or f64 tile");
+  using I = std::conditional_t<sizeof(T) == 2, int16_t, std::conditional_t<sizeof(T) == 4, int32_t, int64_t>>;
+  return Tile<bool>(detail::compare(CmpPred::lt, detail::bitcast(x.value(), dtype_v<I>, loc),
+                                    detail::as_value(0, dtype_v<I>, loc), loc));
+}
+template <detail::TileOrLiteral X, detail::TileOrLiteral L, detail::TileOrLiteral H>
+auto clamp(const X& x, const L& lo, const H& hi, TILEDSL_LOC) {
+  return minimum(maximum(x, lo, loc), hi, loc);
+}
+// The high 32 bits of the 64-bit product of two 32-bit integers taken as unsigned (CUDA's
+// __umulhi; Triton's tl.umulhi), in the operands' type.
+template <class T>
+Tile<T> umulhi(const Tile<T>& a, const Tile<T>& b, TILEDSL_LOC) {
+  static_assert(std::is_integral_v<T> && sizeof(T) == 4, "tl::umulhi: needs 32-bit integer tiles");
+  auto wide = [&](const Tile<T>& v) {
+    return detail::cast(detail::bitcast(v.value(), DType::u32, loc), DType::u64, loc);
+  };
+  detail::V product = detail::binary(BinOp::mul, wide(a), wide(b), loc);
+  detail::V high = detail::binary(BinOp::shr, product, detail::as_value(32, DType::u64, loc), loc);
+  return Tile<T>(detail::bitcast(detail::cast(high, DType::u32, loc), dtype_v<T>, loc));
 }
 // Ceiling division: on C++ integers at trace time, or on integer tiles.
 constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

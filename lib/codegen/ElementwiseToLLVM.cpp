@@ -22,6 +22,13 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
   bool flt = !ptr && is_float(d);
   bool uns = is_unsigned(d) || d == DType::i1;
   if (ir::has_trait(op.kind, ir::kFloatMath)) return math(op, a[0], d);
+  if (op.kind == OpKind::Math2) {  // pow, atan2, hypot: libdevice, narrow floats in f32
+    const std::string fn = op.attr_str("fn");
+    if (d == DType::f32 || d == DType::f64) return libdevice(fn + (d == DType::f32 ? "f" : ""), a[0]->getType(), a);
+    llvm::Type* f32 = b_.getFloatTy();
+    llvm::Value* r = libdevice(fn + "f", f32, {b_.CreateFPExt(a[0], f32), b_.CreateFPExt(a[1], f32)});
+    return b_.CreateFPTrunc(r, a[0]->getType());
+  }
   switch (op.kind) {
     case OpKind::Add:
       return flt ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
@@ -302,6 +309,9 @@ llvm::Value* Lowering::math(const ir::Op& op, llvm::Value* x, DType d) {
       break;
     case OpKind::Erf:
       fn = "erf";
+      break;
+    case OpKind::Math:  // libdevice has every function the op names (tanh, log1p, ..., erfinv)
+      fn = op.attr_str("fn");
       break;
     default:
       unsupported(op);

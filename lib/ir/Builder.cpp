@@ -224,6 +224,23 @@ Value* Builder::binary(OpKind k, Value* a, Value* b, const Location& loc) {
   return make(k, {a, b}, a->type, {}, loc);
 }
 
+Value* Builder::math(const std::string& fn, Value* a, const Location& loc) {
+  Value* v = unary(OpKind::Math, a, loc);  // the operand checks of a float function
+  v->def->attrs["fn"] = fn;
+  return v;
+}
+
+Value* Builder::math(const std::string& fn, Value* a, Value* b, const Location& loc) {
+  if (a->type.element().is_pointer() || b->type.element().is_pointer() || !is_float(a->type.dtype()) ||
+      !is_float(b->type.dtype()))
+    fail(loc, fn.c_str(),
+         fmt::format("needs floating-point operands, got {} and {}; convert them first with .to<float>()", ty(a),
+                     ty(b)));
+  Value* v = binary(OpKind::Math2, a, b, loc);
+  v->def->attrs["fn"] = fn;
+  return v;
+}
+
 Value* Builder::compare(const std::string& pred, Value* a, Value* b, const Location& loc) {
   static const char* kPreds[] = {"eq", "ne", "lt", "le", "gt", "ge"};
   TILEDSL_CHECK(std::find(std::begin(kPreds), std::end(kPreds), pred) != std::end(kPreds), pred);

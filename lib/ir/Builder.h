@@ -45,6 +45,10 @@ class Builder {
   Value* unary(OpKind k, Value* v, const Location& loc);
   // add/sub/mul/div/rem/maximum/minimum/and/or/xor/shl/shr; pointer + integer becomes addptr.
   Value* binary(OpKind k, Value* a, Value* b, const Location& loc);
+  // libdevice's function `fn` of one float operand (op math) or two (math2, promoted and broadcast
+  // as a binary op's).
+  Value* math(const std::string& fn, Value* a, const Location& loc);
+  Value* math(const std::string& fn, Value* a, Value* b, const Location& loc);
   Value* compare(const std::string& pred, Value* a, Value* b, const Location& loc);
   Value* select(Value* c, Value* a, Value* b, const Location& loc);
   Value* fma(Value* a, Value* b, Value* c, const Location& loc);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "support/Error.h"
+
 namespace tiledsl::ir {
 
 namespace {
@@ -78,6 +80,79 @@ int64_t int_binary(OpKind k, DType d, int64_t a, int64_t b) {
       break;
   }
   return d == DType::i1 ? (r & 1) : wrap_int(d, r);
+}
+
+namespace {
+// erf^-1 of y in (-1, 1): Giles' single-precision approximation ("Approximating the erfinv
+// function", 2010), then Newton steps on erf, which converge to double precision.
+double erfinv(double y) {
+  if (std::isnan(y) || y < -1 || y > 1) return NAN;
+  if (y == 1 || y == -1) return y * INFINITY;
+  double w = -std::log((1.0 - y) * (1.0 + y)), x;
+  if (w < 5.0) {
+    w -= 2.5;
+    double p = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+                     0.246640727, 1.50140941})
+      p = c + p * w;
+    x = p * y;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    double p = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
+                     1.00167406, 2.83297682})
+      p = c + p * w;
+    x = p * y;
+  }
+  for (int i = 0; i < 4; ++i) {
+    const double slope = 2.0 / std::sqrt(M_PI) * std::exp(-x * x);
+    if (slope == 0) break;
+    x -= (std::erf(x) - y) / slope;
+  }
+  return x;
+}
+
+template <class T>
+T unary_fn(const std::string& fn, T x) {
+  if (fn == "tanh") return std::tanh(x);
+  if (fn == "log1p") return std::log1p(x);
+  if (fn == "expm1") return std::expm1(x);
+  if (fn == "tan") return std::tan(x);
+  if (fn == "asin") return std::asin(x);
+  if (fn == "acos") return std::acos(x);
+  if (fn == "atan") return std::atan(x);
+  if (fn == "sinh") return std::sinh(x);
+  if (fn == "cosh") return std::cosh(x);
+  if (fn == "asinh") return std::asinh(x);
+  if (fn == "acosh") return std::acosh(x);
+  if (fn == "atanh") return std::atanh(x);
+  if (fn == "erfinv") return static_cast<T>(erfinv(x));
+  if (fn == "cbrt") return std::cbrt(x);
+  if (fn == "log10") return std::log10(x);
+  if (fn == "exp10") return std::pow(T(10), x);
+  if (fn == "trunc") return std::trunc(x);
+  if (fn == "round") return std::round(x);  // halves away from zero, as libdevice's round
+  TILEDSL_CHECK(false, "math: unknown function ", fn);
+  return x;
+}
+
+template <class T>
+T binary_fn(const std::string& fn, T a, T b) {
+  if (fn == "pow") return std::pow(a, b);
+  if (fn == "atan2") return std::atan2(a, b);
+  if (fn == "hypot") return std::hypot(a, b);
+  TILEDSL_CHECK(false, "math2: unknown function ", fn);
+  return a;
+}
+}  // namespace
+
+double math_fn(const std::string& fn, DType d, double x) {
+  return d == DType::f64 ? unary_fn<double>(fn, x) : unary_fn<float>(fn, static_cast<float>(x));
+}
+
+double math2_fn(const std::string& fn, DType d, double a, double b) {
+  return d == DType::f64 ? binary_fn<double>(fn, a, b)
+                         : binary_fn<float>(fn, static_cast<float>(a), static_cast<float>(b));
 }
 
 double float_binary(OpKind k, DType d, double a, double b) {

@@ -17,6 +17,11 @@ namespace tiledsl::ir {
 int64_t int_binary(OpKind k, DType d, int64_t a, int64_t b);
 // The same ops on floats, computed exactly and rounded once to `d`.
 double float_binary(OpKind k, DType d, double a, double b);
+// The math op's function `fn` (tanh, log1p, ...; erfinv by Newton steps on erf) of `x`, and
+// math2's (pow, atan2, hypot) of `a` and `b`, in the precision the GPU computes `d` in (f64 for
+// f64, f32 for the rest), not yet rounded to `d`.
+double math_fn(const std::string& fn, DType d, double x);
+double math2_fn(const std::string& fn, DType d, double a, double b);
 // neg, abs, not on integers of dtype `d`.
 int64_t int_unary(OpKind k, DType d, int64_t a);
 // A comparison `pred` ("eq", "ne", "lt", "le", "gt", "ge"); NaN compares unequal to everything.

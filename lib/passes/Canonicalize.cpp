@@ -174,8 +174,10 @@ class Canonicalizer {
       default:
         break;
     }
-    bool foldable = ir::has_trait(op.kind, ir::kBinary) || op.kind == OpKind::Cmp || op.kind == OpKind::Neg ||
-                    op.kind == OpKind::Not || op.kind == OpKind::Abs || op.kind == OpKind::Cast;
+    // (math2's function is an attribute float_binary does not take: not folded.)
+    bool foldable = (ir::has_trait(op.kind, ir::kBinary) && op.kind != OpKind::Math2) || op.kind == OpKind::Cmp ||
+                    op.kind == OpKind::Neg || op.kind == OpKind::Not || op.kind == OpKind::Abs ||
+                    op.kind == OpKind::Cast;
     if (!foldable) return nullptr;
     std::vector<Const> cs;
     for (Value* v : op.operands) {

@@ -73,6 +73,8 @@ kernel @elementwise(%x: ptr<f32>, %y: ptr<i32>, %out: ptr<f32>, %iout: ptr<i32>,
   %e10 = ceil(%v2) : tile<64xf32>
   %e11 = erf(%v2) : tile<64xf32>
   %e12 = neg(%v2) : tile<64xf32>
+  %e13 = math(%v2) {fn = "tanh"} : tile<64xf32>
+  %e14 = math2(%v2, %a1) {fn = "atan2"} : tile<64xf32>
   %s1 = add(%e1, %e2) : tile<64xf32>
   %s2 = sub(%s1, %e3) : tile<64xf32>
   %s3 = mul(%s2, %e4) : tile<64xf32>
@@ -85,8 +87,10 @@ kernel @elementwise(%x: ptr<f32>, %y: ptr<i32>, %out: ptr<f32>, %iout: ptr<i32>,
   %s10 = add(%s9, %e10) : tile<64xf32>
   %s11 = add(%s10, %e11) : tile<64xf32>
   %s12 = add(%s11, %e12) : tile<64xf32>
+  %s13 = add(%s12, %e13) : tile<64xf32>
+  %s14 = add(%s13, %e14) : tile<64xf32>
   %pos = cmp(%v2, %f0s) {pred = "gt"} : tile<64xi1>
-  %sel = select(%pos, %s12, %v2) : tile<64xf32>
+  %sel = select(%pos, %s14, %v2) : tile<64xf32>
   %t = constant() {value = 1} : i1
   %ts = splat(%t) : tile<64xi1>
   %sel2 = select(%ts, %sel, %v) : tile<64xf32>
