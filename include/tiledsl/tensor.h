@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tiledsl/dtype.h"
@@ -84,7 +85,8 @@ class Tensor {
   // DLPack export: a DLManagedTensor sharing this tensor's storage (kept alive until the
   // consumer calls its deleter), with its shape and strides. bool and fp8 have no DLPack 0.6 type.
   DLManagedTensor* to_dlpack() const;
-  // Copies host data of element type T; `shape` defaults to 1-D.
+  // Copies host data of element type T; `shape` defaults to 1-D. std::vector<bool> (packed bits)
+  // is copied into bool's one byte per element.
   template <class T>
   static Tensor from_host(const std::vector<T>& data, std::vector<int64_t> shape = {},
                           Device device = default_device()) {
@@ -93,7 +95,12 @@ class Tensor {
     if (static_cast<int64_t>(data.size()) != t.numel())
       throw Error("Tensor::from_host: " + std::to_string(data.size()) + " values for a shape of " +
                   std::to_string(t.numel()) + " elements");
-    t.copy_from_host(data.data());
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(data.begin(), data.end());
+      t.copy_from_host(bytes.data());
+    } else {
+      t.copy_from_host(data.data());
+    }
     return t;
   }
   // The elements as T (the tensor's dtype must be T's).
@@ -102,9 +109,15 @@ class Tensor {
     if (dtype_v<T> != dtype_)
       throw Error("Tensor::to_host: tensor holds " + std::string(name(dtype_)) + ", asked for " +
                   std::string(name(dtype_v<T>)) + "; use to_double() to convert");
-    std::vector<T> out(static_cast<size_t>(numel()));
-    copy_to_host(out.data());
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool>: from one byte per element
+      std::vector<uint8_t> bytes(static_cast<size_t>(numel()));
+      copy_to_host(bytes.data());
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> out(static_cast<size_t>(numel()));
+      copy_to_host(out.data());
+      return out;
+    }
   }
   // A copy on `device` (the same tensor when it is already there; a copy is row-major).
   Tensor to(Device device) const;

@@ -589,10 +589,28 @@ auto minimum(const A& a, const B& b, TILEDSL_LOC) {
   using E = detail::binop_t<BinOp::min, detail::pair_elem_t<A, B>, detail::pair_elem_t<B, A>>;
   return Tile<E>(detail::binary_any(BinOp::min, a, b, loc));
 }
-// Elementwise choice: cond ? a : b, with broadcasting.
+namespace detail {
+// where()'s element type for two literals (tl::where(mask, 0.0f, -1e6f)): f32 if either is a
+// floating-point literal (C++ doubles too, as Triton's Python floats), else i64 if either is a
+// 64-bit integer, else i32.
+template <class A, class B>
+using literal_pair_t = std::conditional_t<
+    std::is_floating_point_v<A> || std::is_floating_point_v<B>, float,
+    std::conditional_t<(std::is_integral_v<A> && sizeof(A) == 8) || (std::is_integral_v<B> && sizeof(B) == 8), int64_t,
+                       int32_t>>;
+template <class A, class B>
+constexpr auto where_elem() {
+  if constexpr (Literal<A> && Literal<B>)
+    return std::type_identity<literal_pair_t<A, B>>{};
+  else
+    return std::type_identity<promote_t<pair_elem_t<A, B>, pair_elem_t<B, A>>>{};
+}
+}  // namespace detail
+
+// Elementwise choice: cond ? a : b, with broadcasting (two literals give a tile of cond's shape).
 template <detail::TileOrLiteral A, detail::TileOrLiteral B>
 auto where(const Tile<bool>& cond, const A& a, const B& b, TILEDSL_LOC) {
-  using E = detail::promote_t<detail::pair_elem_t<A, B>, detail::pair_elem_t<B, A>>;
+  using E = typename decltype(detail::where_elem<A, B>())::type;
   return Tile<E>(
       detail::select(cond.value(), detail::as_value(a, dtype_v<E>, loc), detail::as_value(b, dtype_v<E>, loc), loc));
 }

@@ -233,3 +233,29 @@ TEST_CASE("isnan, isinf, signbit on special values; clamp; umulhi against 64-bit
     REQUIRE(g[i] == static_cast<int32_t>(static_cast<uint32_t>(p >> 32)));
   }
 }
+
+// Two compile errors a Triton user met (issue 18): where() with two literals, and a tensor from a
+// std::vector<bool>. Both work now: a tile of the mask's shape, one byte per bool.
+TEST_CASE("where with two literals, on a mask loaded from a tensor made of std::vector<bool>", "[interp]") {
+  std::vector<bool> flags(777);
+  for (size_t i = 0; i < flags.size(); ++i) flags[i] = (i * 7919) % 5 < 2;
+  auto m = tl::Tensor::from_host(flags);
+  CHECK(m.dtype() == tl::DType::i1);
+  CHECK(m.to_host<bool>() == flags);
+  auto k = tl::kernel("where_literals", {"m", "out", "iout", "n", "BLOCK"},
+                      [](tl::Ptr<bool> m, tl::Ptr<float> out, tl::Ptr<int32_t> iout, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = offs < n;
+                        auto flag = tl::load(m + offs, mask, false);
+                        tl::store(out + offs, tl::where(flag, 0.0f, -1e6f), mask);
+                        tl::store(iout + offs, tl::where(flag, 3, -4), mask);
+                      });
+  auto out = tl::Tensor::zeros({777}), iout = tl::Tensor::zeros({777}, tl::DType::i32);
+  k[blocks(777)](m, out, iout, 777, kBlock);
+  auto got = out.to_host<float>();
+  auto igot = iout.to_host<int32_t>();
+  for (size_t i = 0; i < flags.size(); ++i) {
+    REQUIRE(got[i] == (flags[i] ? 0.0f : -1e6f));
+    REQUIRE(igot[i] == (flags[i] ? 3 : -4));
+  }
+}
