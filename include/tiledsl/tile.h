@@ -661,6 +661,14 @@ TILEDSL_MATH_FN2(atan2)
 TILEDSL_MATH_FN2(hypot)
 #undef TILEDSL_MATH_FN2
 
+// Triton's propagate_nan on maximum and minimum: with PropagateNan::all a NaN operand gives NaN
+// (the plain forms ignore NaNs, as fmax).
+enum class PropagateNan { none, all };
+template <class T>
+Tile<T> maximum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, TILEDSL_LOC);
+template <class T>
+Tile<T> minimum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, TILEDSL_LOC);
+
 // Tests of floats (true where x is NaN, is infinite, has its sign bit set: -0.0 and NaNs with
 // the bit too), and clamp(x, lo, hi) = minimum(maximum(x, lo), hi).
 template <class T>
@@ -684,6 +692,26 @@ Tile<bool> signbit(const Tile<T>& x, TILEDSL_LOC) {
 template <detail::TileOrLiteral X, detail::TileOrLiteral L, detail::TileOrLiteral H>
 auto clamp(const X& x, const L& lo, const H& hi, TILEDSL_LOC) {
   return minimum(maximum(x, lo, loc), hi, loc);
+}
+namespace detail {
+template <class T>
+Tile<T> with_nans(const Tile<T>& a, const Tile<T>& b, const Tile<T>& r, PropagateNan p, const SourceLoc& loc) {
+  if constexpr (!is_float_v<T>) {
+    return r;
+  } else {
+    if (p == PropagateNan::none) return r;
+    V pick_b = select(compare(CmpPred::ne, b.value(), b.value(), loc), b.value(), r.value(), loc);
+    return Tile<T>(select(compare(CmpPred::ne, a.value(), a.value(), loc), a.value(), pick_b, loc));
+  }
+}
+}  // namespace detail
+template <class T>
+Tile<T> maximum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, SourceLoc loc) {
+  return detail::with_nans(a, b, Tile<T>(detail::binary(BinOp::max, a.value(), b.value(), loc)), p, loc);
+}
+template <class T>
+Tile<T> minimum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, SourceLoc loc) {
+  return detail::with_nans(a, b, Tile<T>(detail::binary(BinOp::min, a.value(), b.value(), loc)), p, loc);
 }
 // The high 32 bits of the 64-bit product of two 32-bit integers taken as unsigned (CUDA's
 // __umulhi; Triton's tl.umulhi), in the operands' type.
@@ -957,6 +985,28 @@ template <class T>
 Tile<T> min(const Tile<T>& x, TILEDSL_LOC) {
   return detail::reduce_all(x, BinOp::min, loc, "min");
 }
+// Triton's keep_dims=True: the reduced axis stays, of size 1.
+template <class T>
+auto sum(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
+  auto r = sum(x, axis, loc);
+  return keep_dims ? decltype(r)(detail::expand_dims(r.value(), axis < 0 ? axis + x.rank() : axis, loc)) : r;
+}
+template <class T>
+Tile<T> max(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
+  auto r = max(x, axis, loc);
+  return keep_dims ? Tile<T>(detail::expand_dims(r.value(), axis < 0 ? axis + x.rank() : axis, loc)) : r;
+}
+template <class T>
+Tile<T> min(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
+  auto r = min(x, axis, loc);
+  return keep_dims ? Tile<T>(detail::expand_dims(r.value(), axis < 0 ? axis + x.rank() : axis, loc)) : r;
+}
+// XOR of every element along `axis` (Triton's tl.xor_sum), on integer tiles.
+template <class T>
+Tile<T> xor_sum(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  static_assert(detail::is_int_v<T>, "tl::xor_sum: needs an integer tile");
+  return detail::reduce_axis(x, axis, BinOp::bxor, loc, "xor_sum");
+}
 // Index of the largest (smallest) element along `axis`; ties go to the smallest index.
 template <class T>
 Tile<int32_t> argmax(const Tile<T>& x, int axis, TILEDSL_LOC) {
@@ -999,6 +1049,10 @@ Tile<uint32_t> randint(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL
 Tile<float> rand(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
 // Standard normal (Box-Muller on two Philox outputs).
 Tile<float> randn(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+// Triton's rand4x and randn4x: four uniforms from the four Philox outputs; four normals, Box-Muller
+// on (u1, u2) and (u3, u4), each pair giving r cos(theta) and r sin(theta).
+std::array<Tile<float>, 4> rand4x(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+std::array<Tile<float>, 4> randn4x(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
 
 // --- Hints and debugging --------------------------------------------------------------------
 // Promise that each element (per dimension) is a multiple of `n`; used by axis analysis.

@@ -440,18 +440,38 @@ Tile<float> rand(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc
   return Tile<float>(uniform(randint(seed, offsets, loc).value(), loc));
 }
 
-// Box-Muller: sqrt(-2 log u1) * cos(2 pi u2), with u1 kept away from 0.
-Tile<float> randn(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
-  auto r = randint4x(seed, offsets, loc);
+namespace {
+// Box-Muller on two uniforms, as Triton's pair_uniform_to_normal: u1 kept away from 0, then
+// (sqrt(-2 log u1) cos(2 pi u2), sqrt(-2 log u1) sin(2 pi u2)); `both` false skips the sine.
+std::array<ir::Value*, 2> pair_to_normal(ir::Value* u1, ir::Value* u2, bool both, const SourceLoc& loc) {
   auto& b = frontend::builder(loc);
   auto l = frontend::to_location(loc);
   using ir::OpKind;
-  ir::Value* u1 = b.binary(OpKind::Max, uniform(r[0].value(), loc), b.constant(1.0e-7, DType::f32, l), l);
-  ir::Value* u2 = uniform(r[1].value(), loc);
+  u1 = b.binary(OpKind::Max, u1, b.constant(1.0e-7, DType::f32, l), l);
   ir::Value* radius =
       b.unary(OpKind::Sqrt, b.binary(OpKind::Mul, b.unary(OpKind::Log, u1, l), b.constant(-2.0, DType::f32, l), l), l);
   ir::Value* theta = b.binary(OpKind::Mul, u2, b.constant(6.283185307179586, DType::f32, l), l);
-  return Tile<float>(b.binary(OpKind::Mul, radius, b.unary(OpKind::Cos, theta, l), l));
+  return {b.binary(OpKind::Mul, radius, b.unary(OpKind::Cos, theta, l), l),
+          both ? b.binary(OpKind::Mul, radius, b.unary(OpKind::Sin, theta, l), l) : nullptr};
+}
+}  // namespace
+
+Tile<float> randn(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
+  auto r = randint4x(seed, offsets, loc);
+  return Tile<float>(pair_to_normal(uniform(r[0].value(), loc), uniform(r[1].value(), loc), false, loc)[0]);
+}
+
+std::array<Tile<float>, 4> rand4x(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
+  auto r = randint4x(seed, offsets, loc);
+  return {Tile<float>(uniform(r[0].value(), loc)), Tile<float>(uniform(r[1].value(), loc)),
+          Tile<float>(uniform(r[2].value(), loc)), Tile<float>(uniform(r[3].value(), loc))};
+}
+
+std::array<Tile<float>, 4> randn4x(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
+  auto u = rand4x(seed, offsets, loc);
+  auto a = pair_to_normal(u[0].value(), u[1].value(), true, loc),
+       c = pair_to_normal(u[2].value(), u[3].value(), true, loc);
+  return {Tile<float>(a[0]), Tile<float>(a[1]), Tile<float>(c[0]), Tile<float>(c[1])};
 }
 
 }  // namespace tiledsl

@@ -2,6 +2,7 @@
 // the float tests (isnan, isinf, signbit), clamp and umulhi, on every float dtype, through a
 // masked kernel: the interpreter exactly as it computes (f32 for f32 and narrower, f64 for f64),
 // and, on both backends, within a few ulps of the exact value in double.
+#include <cstring>
 #include <limits>
 
 #include "ops_util.h"
@@ -257,5 +258,127 @@ TEST_CASE("where with two literals, on a mask loaded from a tensor made of std::
   for (size_t i = 0; i < flags.size(); ++i) {
     REQUIRE(got[i] == (flags[i] ? 0.0f : -1e6f));
     REQUIRE(igot[i] == (flags[i] ? 3 : -4));
+  }
+}
+
+// keep_dims on reductions, xor_sum, and propagate_nan on maximum/minimum (issue 18).
+TEST_CASE("reductions with keep_dims, xor_sum, and maximum/minimum propagating NaNs", "[interp]") {
+  const int rows = 13, cols = 64;
+  auto xs = uniform<float>(rows * cols, 1950, -5, 5);
+  auto is = uniform<int32_t>(rows * cols, 1951, INT32_MIN, INT32_MAX);
+  auto k = tl::kernel("keep", {"x", "i", "sums", "maxes", "mins", "xors", "ROWS", "COLS"},
+                      [](tl::Ptr<float> x, tl::Ptr<int32_t> i, tl::Ptr<float> sums, tl::Ptr<float> maxes,
+                         tl::Ptr<float> mins, tl::Ptr<int32_t> xors, tl::Constexpr ROWS, tl::Constexpr COLS) {
+                        auto r = tl::arange(0, 16), c = tl::arange(0, COLS);
+                        auto rmask = r(tl::_, tl::newaxis) < ROWS;
+                        auto at = r(tl::_, tl::newaxis) * COLS + c(tl::newaxis, tl::_);
+                        auto v = tl::load(x + at, rmask, 0.0f);
+                        auto s = tl::sum(v, 1, true), mx = tl::max(v, 1, true), mn = tl::min(v, 1, true);
+                        static_assert(std::is_same_v<decltype(s), tl::Tile<float>>);
+                        auto r1 = tl::expand_dims(r, 1);
+                        tl::store(sums + r1, s, r1 < ROWS);
+                        tl::store(maxes + r1, mx, r1 < ROWS);
+                        tl::store(mins + r1, mn, r1 < ROWS);
+                        auto iv = tl::load(i + at, rmask, 0);
+                        tl::store(xors + r, tl::xor_sum(iv, 1), r < ROWS);
+                      });
+  auto sums = tl::Tensor::zeros({rows}), maxes = tl::Tensor::zeros({rows}), mins = tl::Tensor::zeros({rows});
+  auto xors = tl::Tensor::zeros({rows}, tl::DType::i32);
+  k[tl::grid(1)](tensor<float>(xs), tensor<int32_t>(is), sums, maxes, mins, xors, rows, cols);
+  auto s = sums.to_host<float>(), mx = maxes.to_host<float>(), mn = mins.to_host<float>();
+  auto xr = xors.to_host<int32_t>();
+  for (int r = 0; r < rows; ++r) {
+    double want = 0;
+    float hi = -INFINITY, lo = INFINITY;
+    int32_t x = 0;
+    for (int c = 0; c < cols; ++c) {
+      want += xs[r * cols + c];
+      hi = std::max(hi, xs[r * cols + c]);
+      lo = std::min(lo, xs[r * cols + c]);
+      x ^= is[r * cols + c];
+    }
+    CHECK(std::fabs(s[r] - want) <= 1e-4);
+    CHECK(mx[r] == hi);
+    CHECK(mn[r] == lo);
+    CHECK(xr[r] == x);
+  }
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> a = {1, nan, 3, nan, -0.5f, 7}, b = {2, 5, nan, nan, -1, 7};
+  auto p = tl::kernel("nans", {"a", "b", "out", "PROPAGATE"},
+                      [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> out, tl::Constexpr PROPAGATE) {
+                        auto offs = tl::arange(0, 8);
+                        auto m = offs < 6;
+                        auto x = tl::load(a + offs, m, 0.0f), y = tl::load(b + offs, m, 0.0f);
+                        auto how = PROPAGATE ? tl::PropagateNan::all : tl::PropagateNan::none;
+                        tl::store(out + offs, tl::maximum(x, y, how), m);
+                        tl::store(out + 8 + offs, tl::minimum(x, y, how), m);
+                      });
+  for (int propagate : {0, 1}) {
+    auto out = tl::Tensor::zeros({16});
+    p[tl::grid(1)](tensor<float>(a), tensor<float>(b), out, propagate);
+    auto o = out.to_host<float>();
+    for (size_t j = 0; j < a.size(); ++j) {
+      INFO("propagate " << propagate << ", element " << j);
+      const bool any_nan = std::isnan(a[j]) || std::isnan(b[j]);
+      if (propagate && any_nan) {
+        CHECK(std::isnan(o[j]));
+        CHECK(std::isnan(o[8 + j]));
+      } else {
+        CHECK((std::isnan(o[j]) ? std::isnan(std::fmax(a[j], b[j])) : o[j] == std::fmax(a[j], b[j])));
+        CHECK((std::isnan(o[8 + j]) ? std::isnan(std::fmin(a[j], b[j])) : o[8 + j] == std::fmin(a[j], b[j])));
+      }
+    }
+  }
+}
+
+// rand4x and randn4x (issue 18): the uniforms are the documented transform of randint4x's four
+// outputs, bit for bit; the normals Box-Muller on pairs of them, within a few f32 ulps of the
+// host's.
+TEST_CASE("rand4x and randn4x from randint4x's outputs", "[interp]") {
+  const int n = 1000;
+  auto k = tl::kernel("rand4", {"ints", "unis", "norms", "seed", "n", "BLOCK"},
+                      [](tl::Ptr<uint32_t> ints, tl::Ptr<float> unis, tl::Ptr<float> norms, tl::Int seed, tl::Int n,
+                         tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = offs < n;
+                        auto r = tl::randint4x(seed, offs);
+                        auto u = tl::rand4x(seed, offs);
+                        auto z = tl::randn4x(seed, offs);
+                        for (int q = 0; q < 4; ++q) {
+                          tl::store(ints + q * n + offs, r[static_cast<size_t>(q)], mask);
+                          tl::store(unis + q * n + offs, u[static_cast<size_t>(q)], mask);
+                          tl::store(norms + q * n + offs, z[static_cast<size_t>(q)], mask);
+                        }
+                        tl::store(norms + 4 * n + offs, tl::randn(seed, offs), mask);
+                        tl::store(unis + 4 * n + offs, tl::rand(seed, offs), mask);
+                      });
+  auto ints = tl::Tensor::zeros({4 * n}, tl::DType::u32), unis = tl::Tensor::zeros({5 * n}),
+       norms = tl::Tensor::zeros({5 * n});
+  k[blocks(n)](ints, unis, norms, 20261204, n, kBlock);
+  auto iv = ints.to_host<uint32_t>();
+  auto uv = unis.to_host<float>(), nv = norms.to_host<float>();
+  auto uniform_of = [](uint32_t bits) {  // docs/language.md: fold, convert, times Triton's constant
+    int32_t x;
+    std::memcpy(&x, &bits, 4);
+    const int32_t folded = x < 0 ? -x - 1 : x;
+    return static_cast<float>(folded) * 4.6566127342e-10f;
+  };
+  for (int i = 0; i < n; ++i) {
+    float u[4];
+    for (int q = 0; q < 4; ++q) {
+      u[q] = uniform_of(iv[static_cast<size_t>(q * n + i)]);
+      REQUIRE(uv[static_cast<size_t>(q * n + i)] == u[q]);
+      REQUIRE(u[q] >= 0.0f);
+      REQUIRE(u[q] < 1.0f);
+    }
+    REQUIRE(uv[static_cast<size_t>(4 * n + i)] == u[0]);  // rand is rand4x's first
+    for (int pair = 0; pair < 2; ++pair) {
+      const double r = std::sqrt(-2.0 * std::log(std::max(1e-7f, u[2 * pair]))),
+                   th = 6.283185307179586 * u[2 * pair + 1];
+      CHECK(std::fabs(nv[static_cast<size_t>((2 * pair) * n + i)] - r * std::cos(th)) <= 1e-5 * (1 + r));
+      CHECK(std::fabs(nv[static_cast<size_t>((2 * pair + 1) * n + i)] - r * std::sin(th)) <= 1e-5 * (1 + r));
+    }
+    REQUIRE(nv[static_cast<size_t>(4 * n + i)] == nv[static_cast<size_t>(i)]);  // randn is randn4x's first
   }
 }
