@@ -235,6 +235,8 @@ class Verifier {
       no_fp8(ty(0));
       if (has_trait(o.kind, kIntOnly))
         rule(is_int(ty(0).dtype()), "operands must be integers or booleans");
+      else if (o.kind == OpKind::Math2)
+        rule(is_float(ty(0).dtype()), "operands must be floats");
       else if (o.kind != OpKind::Max && o.kind != OpKind::Min)
         rule(ty(0).dtype() != DType::i1, "arithmetic on booleans is done in i32 (cast them first)");
       return;
