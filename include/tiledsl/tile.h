@@ -7,6 +7,7 @@
 #include <array>
 #include <concepts>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <source_location>
@@ -279,6 +280,7 @@ void static_check(bool cond, const std::string& msg, const SourceLoc& loc);
 void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc);
 void if_else(V cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn, const SourceLoc& loc);
 std::vector<int64_t> shape(V v);
+std::string type_str(V v);  // "tile<16x64xf32>", "i32"
 DType dtype(V v);
 
 // Captures the source location of an operator expression through an implicit conversion.
@@ -479,6 +481,17 @@ Tile<T> expand_dims(const Tile<T>& x, int axis, TILEDSL_LOC) {
 template <class T>
 Tile<T> reshape(const Tile<T>& x, const std::vector<int64_t>& shape, TILEDSL_LOC) {
   return Tile<T>(detail::reshape(x.value(), shape, loc));
+}
+// Triton's reshape(x, shape, can_reorder=True) lets the compiler pick the element order; the
+// row-major order is one it may pick, so the flag changes nothing here.
+template <class T>
+Tile<T> reshape(const Tile<T>& x, const std::vector<int64_t>& shape, bool /*can_reorder*/, TILEDSL_LOC) {
+  return Tile<T>(detail::reshape(x.value(), shape, loc));
+}
+// The elements as one dimension, row-major (Triton's tl.ravel).
+template <class T>
+Tile<T> ravel(const Tile<T>& x, TILEDSL_LOC) {
+  return Tile<T>(detail::reshape(x.value(), {x.numel()}, loc));
 }
 // Reverses the dimensions (a 2-D transpose), or permutes them as `perm` says.
 template <class T>
@@ -1064,6 +1077,26 @@ Tile<T> multiple_of(const Tile<T>& x, std::vector<int64_t> n, TILEDSL_LOC) {
 template <class T>
 Tile<T> max_contiguous(const Tile<T>& x, std::vector<int64_t> n, TILEDSL_LOC) {
   return Tile<T>(detail::max_contiguous(x.value(), n, loc));
+}
+// Triton's tl.static_print: prints, once per trace (not per program), its arguments: strings and
+// numbers as they are, tiles as their type ("tile<16x64xf32>").
+template <class... Args>
+void static_print(const Args&... args) {
+  std::string line;
+  auto one = [&](const auto& a) {
+    using A = std::decay_t<decltype(a)>;
+    if (!line.empty()) line += ' ';
+    if constexpr (std::is_convertible_v<A, std::string>)
+      line += std::string(a);
+    else if constexpr (std::is_arithmetic_v<A>)
+      line += std::to_string(a);
+    else if constexpr (std::is_same_v<A, Constexpr>)
+      line += std::to_string(a.value());
+    else
+      line += detail::type_str(a.value());
+  };
+  (one(args), ...);
+  std::printf("%s\n", line.c_str());
 }
 // A trace-time check on constexpr values (named with a trailing _ because static_assert is a keyword).
 inline void static_assert_(bool cond, const std::string& msg = "", TILEDSL_LOC) {

@@ -204,6 +204,7 @@ V trans(V v, const std::vector<int64_t>& perm, const SourceLoc& loc) { return B.
 V select(V c, V a, V b, const SourceLoc& loc) { return B.select(c, a, b, L); }
 V fma(V a, V b, V c, const SourceLoc& loc) { return B.fma(a, b, c, L); }
 V math(const char* fn, V a, const SourceLoc& loc) { return B.math(fn, a, L); }
+std::string type_str(V v) { return v->type.str(); }
 V math(const char* fn, V a, V b, const SourceLoc& loc) { return B.math(fn, a, b, L); }
 V load(V p, V mask, V other, const SourceLoc& loc) { return B.load(p, mask, other, L); }
 void store(V p, V v, V mask, const SourceLoc& loc) { B.store(p, v, mask, L); }

@@ -382,3 +382,23 @@ TEST_CASE("rand4x and randn4x from randint4x's outputs", "[interp]") {
     REQUIRE(nv[static_cast<size_t>(4 * n + i)] == nv[static_cast<size_t>(i)]);  // randn is randn4x's first
   }
 }
+
+// static_print (once per trace, the tiles' types), ravel, and reshape with can_reorder (issue 18).
+TEST_CASE("static_print prints at trace time; ravel and reshape(can_reorder) keep row-major order", "[interp]") {
+  auto k = tl::kernel("shapes", {"x", "out", "ROWS"}, [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Constexpr ROWS) {
+    auto r = tl::arange(0, ROWS), c = tl::arange(0, 8);
+    auto v = tl::load(x + r(tl::_, tl::newaxis) * 8 + c(tl::newaxis, tl::_));
+    tl::static_print("v is", v, "with ROWS =", ROWS);
+    tl::store(out + tl::arange(0, ROWS * 8), tl::ravel(v));
+    tl::store(out + ROWS * 8 + tl::arange(0, ROWS * 8), tl::reshape(v, {ROWS * 8}, true));
+  });
+  auto xs = uniform<float>(32, 1990, -1, 1);
+  auto out = tl::Tensor::zeros({64});
+  const std::string printed = captured_stdout([&] { k[tl::grid(2)](tensor<float>(xs), out, 4); });
+  CHECK(printed == "v is tile<4x8xf32> with ROWS = 4\n");  // once: the trace, not each of the 2 programs
+  auto o = out.to_host<float>();
+  for (int i = 0; i < 32; ++i) {
+    REQUIRE(o[static_cast<size_t>(i)] == xs[static_cast<size_t>(i)]);
+    REQUIRE(o[static_cast<size_t>(32 + i)] == xs[static_cast<size_t>(i)]);
+  }
+}
