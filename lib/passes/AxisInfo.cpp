@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -52,42 +53,50 @@ std::set<const ir::Value*> stated_non_negative(const ir::Function& f) {
 // what sums, products, quotients, minima, maxima, broadcasts and reshapes make of them, and
 // remainders of them (by anything: truncated remainders take the dividend's sign); wrapping
 // past 2^31 aside, as for Triton's offsets.
-bool non_negative(const std::set<const ir::Value*>& known, const ir::Value* v, int depth = 0) {
+// `memo` holds the answers found so far, so that shared operands are looked at once (without it
+// a chain of x = y + y doubles the work per level); past a depth of 512 (a guard for the stack)
+// the answer is no.
+bool non_negative(const std::set<const ir::Value*>& known, std::map<const ir::Value*, bool>& memo, const ir::Value* v,
+                  int depth = 0) {
   using ir::OpKind;
   if (!is_int(v->type.dtype())) return false;
   if (is_unsigned(v->type.dtype()) || known.count(v)) return true;
   const ir::Op* op = v->def;
-  if (!op || depth > 32) return false;
+  if (!op || depth > 512) return false;
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
   auto all = [&] {
     return std::all_of(op->operands.begin(), op->operands.end(),
-                       [&](const ir::Value* x) { return non_negative(known, x, depth + 1); });
+                       [&](const ir::Value* x) { return non_negative(known, memo, x, depth + 1); });
   };
-  switch (op->kind) {
-    case OpKind::ProgramId:
-    case OpKind::NumPrograms:
-      return true;
-    case OpKind::Constant: {
-      const auto& c = op->attrs.at("value");
-      return std::holds_alternative<int64_t>(c) && std::get<int64_t>(c) >= 0;
+  const bool answer = [&] {
+    switch (op->kind) {
+      case OpKind::ProgramId:
+      case OpKind::NumPrograms:
+        return true;
+      case OpKind::Constant: {
+        const auto& c = op->attrs.at("value");
+        return std::holds_alternative<int64_t>(c) && std::get<int64_t>(c) >= 0;
+      }
+      case OpKind::Arange:
+        return op->attr_int("start") >= 0;
+      case OpKind::Splat:
+      case OpKind::Broadcast:
+      case OpKind::ExpandDims:
+      case OpKind::Reshape:
+      case OpKind::ConvertLayout:
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Max:
+      case OpKind::Min:
+        return all();
+      case OpKind::Rem:
+        return non_negative(known, memo, op->operands[0], depth + 1);
+      default:
+        return false;
     }
-    case OpKind::Arange:
-      return op->attr_int("start") >= 0;
-    case OpKind::Splat:
-    case OpKind::Broadcast:
-    case OpKind::ExpandDims:
-    case OpKind::Reshape:
-    case OpKind::ConvertLayout:
-    case OpKind::Add:
-    case OpKind::Mul:
-    case OpKind::Div:
-    case OpKind::Max:
-    case OpKind::Min:
-      return all();
-    case OpKind::Rem:
-      return non_negative(known, op->operands[0], depth + 1);
-    default:
-      return false;
-  }
+  }();
+  return memo[v] = answer;
 }
 
 AxisInfo unknown(const ir::Value* v) {
@@ -294,7 +303,7 @@ class Analysis {
         // remainders of negative x run the other way, so x must be known non-negative
         // (Triton's tutorials wrap their row offsets so: (pid_m * BLOCK_M + arange) % M).
         const AxisInfo &a = operand(0), &b = operand(1);
-        const bool plain = non_negative(non_negative_, op.operands[0]);
+        const bool plain = non_negative(non_negative_, non_negative_memo_, op.operands[0]);
         // Each piece then starts at a multiple of its length; x % y of a lone element is x - q y,
         // a multiple of what divides both.
         for (size_t d = 0; d < out.contiguity.size(); ++d) {
@@ -355,6 +364,7 @@ class Analysis {
 
   const ir::Function& f_;
   std::set<const ir::Value*> non_negative_;  // stated_non_negative(f_)
+  std::map<const ir::Value*, bool> non_negative_memo_;
   AxisInfoMap map_;
 };
 }  // namespace
