@@ -11,8 +11,7 @@ namespace tiledsl {
 namespace {
 const cuda::Driver& gpu_for(Device device, const char* what) {
   if (!device.is_cuda()) throw Error(fmt::format("{}: streams are on GPUs, not on {}", what, name(device)));
-  cuda::check_device(device.index(), what);
-  return *cuda::driver();
+  return cuda::check_device(device.index(), what);
 }
 }  // namespace
 

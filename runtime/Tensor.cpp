@@ -89,8 +89,7 @@ const cuda::Driver& gpu(const char* what) {
 // (device memory of that GPU, or managed memory); host memory and another GPU's are errors here
 // rather than faults in a kernel later.
 void check_device_pointer(void* data, Device device) {
-  const cuda::Driver& d = gpu("Tensor::from_blob");
-  cuda::check_device(device.index(), "Tensor::from_blob");
+  const cuda::Driver& d = cuda::check_device(device.index(), "Tensor::from_blob");
   const auto p = reinterpret_cast<cuda::CUdeviceptr>(data);
   unsigned type = 0;
   int ordinal = -1;
@@ -124,8 +123,7 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device devi
     t.storage_->ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   } else {
     cuda::CUdeviceptr p = 0;
-    const cuda::Driver& d = gpu("Tensor::empty");
-    cuda::check_device(device.index(), "Tensor::empty");
+    const cuda::Driver& d = cuda::check_device(device.index(), "Tensor::empty");
     cuda::ContextScope scope(device.index());
     cuda::check(d.cuMemAlloc(&p, bytes), "cuMemAlloc",
                 fmt::format(" (Tensor::empty of {} bytes on {})", bytes, name(device)));

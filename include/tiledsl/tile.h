@@ -674,14 +674,6 @@ TILEDSL_MATH_FN2(atan2)
 TILEDSL_MATH_FN2(hypot)
 #undef TILEDSL_MATH_FN2
 
-// Triton's propagate_nan on maximum and minimum: with PropagateNan::all a NaN operand gives NaN
-// (the plain forms ignore NaNs, as fmax).
-enum class PropagateNan { none, all };
-template <class T>
-Tile<T> maximum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, TILEDSL_LOC);
-template <class T>
-Tile<T> minimum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, TILEDSL_LOC);
-
 // Tests of floats (true where x is NaN, is infinite, has its sign bit set: -0.0 and NaNs with
 // the bit too), and clamp(x, lo, hi) = minimum(maximum(x, lo), hi).
 template <class T>
@@ -706,24 +698,28 @@ template <detail::TileOrLiteral X, detail::TileOrLiteral L, detail::TileOrLitera
 auto clamp(const X& x, const L& lo, const H& hi, TILEDSL_LOC) {
   return minimum(maximum(x, lo, loc), hi, loc);
 }
+// Triton's propagate_nan on maximum and minimum: with PropagateNan::all a NaN operand gives NaN
+// (the plain forms ignore NaNs, as fmax).
+enum class PropagateNan { none, all };
 namespace detail {
+// `r` (a's and b's maximum or minimum), or the NaN of a or b where there is one and `p` says so.
 template <class T>
 Tile<T> with_nans(const Tile<T>& a, const Tile<T>& b, const Tile<T>& r, PropagateNan p, const SourceLoc& loc) {
   if constexpr (!is_float_v<T>) {
     return r;
   } else {
     if (p == PropagateNan::none) return r;
-    V pick_b = select(compare(CmpPred::ne, b.value(), b.value(), loc), b.value(), r.value(), loc);
-    return Tile<T>(select(compare(CmpPred::ne, a.value(), a.value(), loc), a.value(), pick_b, loc));
+    V pick_b = select(isnan(b, loc).value(), b.value(), r.value(), loc);
+    return Tile<T>(select(isnan(a, loc).value(), a.value(), pick_b, loc));
   }
 }
 }  // namespace detail
 template <class T>
-Tile<T> maximum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, SourceLoc loc) {
+Tile<T> maximum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, TILEDSL_LOC) {
   return detail::with_nans(a, b, Tile<T>(detail::binary(BinOp::max, a.value(), b.value(), loc)), p, loc);
 }
 template <class T>
-Tile<T> minimum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, SourceLoc loc) {
+Tile<T> minimum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, TILEDSL_LOC) {
   return detail::with_nans(a, b, Tile<T>(detail::binary(BinOp::min, a.value(), b.value(), loc)), p, loc);
 }
 // The high 32 bits of the 64-bit product of two 32-bit integers taken as unsigned (CUDA's
@@ -999,20 +995,23 @@ Tile<T> min(const Tile<T>& x, TILEDSL_LOC) {
   return detail::reduce_all(x, BinOp::min, loc, "min");
 }
 // Triton's keep_dims=True: the reduced axis stays, of size 1.
+namespace detail {
+template <class R, class T>
+R kept(const R& r, const Tile<T>& x, int axis, bool keep_dims, const SourceLoc& loc) {
+  return keep_dims ? R(expand_dims(r.value(), axis < 0 ? axis + x.rank() : axis, loc)) : r;
+}
+}  // namespace detail
 template <class T>
 auto sum(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
-  auto r = sum(x, axis, loc);
-  return keep_dims ? decltype(r)(detail::expand_dims(r.value(), axis < 0 ? axis + x.rank() : axis, loc)) : r;
+  return detail::kept(sum(x, axis, loc), x, axis, keep_dims, loc);
 }
 template <class T>
 Tile<T> max(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
-  auto r = max(x, axis, loc);
-  return keep_dims ? Tile<T>(detail::expand_dims(r.value(), axis < 0 ? axis + x.rank() : axis, loc)) : r;
+  return detail::kept(max(x, axis, loc), x, axis, keep_dims, loc);
 }
 template <class T>
 Tile<T> min(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
-  auto r = min(x, axis, loc);
-  return keep_dims ? Tile<T>(detail::expand_dims(r.value(), axis < 0 ? axis + x.rank() : axis, loc)) : r;
+  return detail::kept(min(x, axis, loc), x, axis, keep_dims, loc);
 }
 // XOR of every element along `axis` (Triton's tl.xor_sum), on integer tiles.
 template <class T>

@@ -30,7 +30,4 @@ Tensor from_tensor(const at::Tensor& t);
 // that tiledsl's kernels are ordered with torch's own work; null for a CPU tensor.
 void* current_stream(const at::Tensor& t);
 
-// An empty torch tensor of `shape` and tiledsl dtype `dtype` on t's device, row-major.
-at::Tensor empty_like_shape(const at::Tensor& t, at::IntArrayRef shape, DType dtype);
-
 }  // namespace tiledsl::torch

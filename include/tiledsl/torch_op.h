@@ -26,7 +26,8 @@ using UnaryForward = at::Tensor (*)(const at::Tensor& x);
 using UnaryBackward = at::Tensor (*)(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& y);
 
 namespace detail {
-// The op `qualified` (ns::name) with the signature of `F`, looked up once.
+// The op `qualified` (ns::name) with the signature of `F`, from the dispatcher (a lookup per call
+// of the autograd kernel, whose op names are data: one hash-map find, beside a kernel launch).
 template <class F>
 c10::TypedOperatorHandle<F> op(const std::string& qualified) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(qualified.c_str(), "").typed<F>();

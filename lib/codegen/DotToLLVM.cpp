@@ -259,17 +259,16 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   // f32 fragments go through the dot's input_precision as the interpreter's inputs do
   // (ir::round_to_tf32, which is cvt.rna): tf32 keeps the rounded value (hi); tf32x3 also the
   // rounding of the rest (lo), and sums lo*hi, hi*lo, then hi*hi per instruction.
-  auto tf32 = [&](llvm::Value* x) { return cvt_rna_tf32(x); };
   using Fragments = std::vector<llvm::Value*>;
   auto split = [&](const Fragments& x) -> std::pair<Fragments, Fragments> {
     if (a->type.dtype() != DType::f32) return {x, {}};
     Fragments hi, lo;
-    for (llvm::Value* v : x) hi.push_back(tf32(v));
+    for (llvm::Value* v : x) hi.push_back(cvt_rna_tf32(v));
     if (precision == "tf32x3")
       for (size_t e = 0; e < x.size(); ++e) {
         llvm::Value* rest =
             b_.CreateFSub(b_.CreateBitCast(x[e], b_.getFloatTy()), b_.CreateBitCast(hi[e], b_.getFloatTy()));
-        lo.push_back(tf32(b_.CreateBitCast(rest, i32)));
+        lo.push_back(cvt_rna_tf32(b_.CreateBitCast(rest, i32)));
       }
     return {hi, lo};
   };

@@ -21,14 +21,7 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
   bool ptr = t.element().is_pointer();
   bool flt = !ptr && is_float(d);
   bool uns = is_unsigned(d) || d == DType::i1;
-  if (ir::has_trait(op.kind, ir::kFloatMath)) return math(op, a[0], d);
-  if (op.kind == OpKind::Math2) {  // pow, atan2, hypot: libdevice, narrow floats in f32
-    const std::string fn = op.attr_str("fn");
-    if (d == DType::f32 || d == DType::f64) return libdevice(fn + (d == DType::f32 ? "f" : ""), a[0]->getType(), a);
-    llvm::Type* f32 = b_.getFloatTy();
-    llvm::Value* r = libdevice(fn + "f", f32, {b_.CreateFPExt(a[0], f32), b_.CreateFPExt(a[1], f32)});
-    return b_.CreateFPTrunc(r, a[0]->getType());
-  }
+  if (ir::has_trait(op.kind, ir::kFloatMath) || op.kind == OpKind::Math2) return math(op, a, d);
   switch (op.kind) {
     case OpKind::Add:
       return flt ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
@@ -259,12 +252,16 @@ llvm::Value* Lowering::inline_ptx(const std::string& asm_text, const std::string
   return b_.CreateCall(llvm::InlineAsm::get(fn_type, asm_text, constraints, side_effects), args);
 }
 
-llvm::Value* Lowering::math(const ir::Op& op, llvm::Value* x, DType d) {
+llvm::Value* Lowering::math(const ir::Op& op, llvm::ArrayRef<llvm::Value*> args, DType d) {
+  llvm::Value* x = args[0];
   if (d != DType::f32 && d != DType::f64) {  // narrow floats compute in f32
-    llvm::Value* r = math(op, b_.CreateFPExt(x, b_.getFloatTy()), DType::f32);
-    return b_.CreateFPTrunc(r, x->getType());
+    std::vector<llvm::Value*> wide;
+    for (llvm::Value* a : args) wide.push_back(b_.CreateFPExt(a, b_.getFloatTy()));
+    return b_.CreateFPTrunc(math(op, wide, DType::f32), x->getType());
   }
   llvm::Type* t = x->getType();
+  if (op.kind == OpKind::Math2)  // pow, atan2, hypot
+    return libdevice(op.attr_str("fn") + (d == DType::f32 ? "f" : ""), t, args);
   if (d == DType::f32 && (op.kind == OpKind::Exp || op.kind == OpKind::Exp2)) {
     // As Triton: exp(x) = ex2.approx.ftz(x * log2(e)) — two instructions instead of libdevice's
     // accurate expf (relative error about 2^-22, within the documented f32 tolerance). ftz, as

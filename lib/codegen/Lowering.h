@@ -142,7 +142,9 @@ class Lowering {
   llvm::Value* elementwise(const ir::Op& op, const std::vector<llvm::Value*>& a);
   llvm::Value* compare(const std::string& p, llvm::Value* x, llvm::Value* y, bool flt, bool uns);
   llvm::Value* cast(llvm::Value* x, DType from, DType to);
-  llvm::Value* math(const ir::Op& op, llvm::Value* x, DType d);
+  // A float function op (kFloatMath, or math2's two operands) of dtype `d`; f16, bf16 and fp8
+  // compute in f32 and round back.
+  llvm::Value* math(const ir::Op& op, llvm::ArrayRef<llvm::Value*> args, DType d);
   llvm::Value* int_divide(OpKind k, llvm::Value* x, llvm::Value* y, bool uns);
   llvm::Value* inline_ptx(const std::string& asm_text, const std::string& constraints, llvm::Type* result,
                           llvm::ArrayRef<llvm::Value*> args, bool side_effects = false);

@@ -174,7 +174,8 @@ class Canonicalizer {
       default:
         break;
     }
-    // (math2's function is an attribute float_binary does not take: not folded.)
+    // Library functions are not folded (math2, as the unary float functions): their C-library
+    // values differ from libdevice's in the last bits.
     bool foldable = (ir::has_trait(op.kind, ir::kBinary) && op.kind != OpKind::Math2) || op.kind == OpKind::Cmp ||
                     op.kind == OpKind::Neg || op.kind == OpKind::Not || op.kind == OpKind::Abs ||
                     op.kind == OpKind::Cast;

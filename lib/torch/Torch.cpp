@@ -74,8 +74,4 @@ void* current_stream(const at::Tensor& t) {
 #endif
 }
 
-at::Tensor empty_like_shape(const at::Tensor& t, at::IntArrayRef shape, DType dtype) {
-  return at::empty(shape, t.options().dtype(scalar_type(dtype)));
-}
-
 }  // namespace tiledsl::torch

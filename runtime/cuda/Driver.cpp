@@ -109,13 +109,15 @@ int device_count() {
   return n;
 }
 
-void check_device(int index, const std::string& what) {
+const Driver& check_device(int index, const std::string& what) {
   std::string why;
-  if (!driver(&why)) throw Error(fmt::format("{}: tl::Device::cuda({}) needs a GPU: {}", what, index, why));
+  const Driver* d = driver(&why);
+  if (!d) throw Error(fmt::format("{}: tl::Device::cuda({}) needs a GPU: {}", what, index, why));
   const int n = device_count();
   if (index < 0 || index >= n)
     throw Error(fmt::format("{}: there is no GPU {} (tl::Device::cuda({})): this machine has {} GPU{}, 0 to {}", what,
                             index, index, n, n == 1 ? "" : "s", n - 1));
+  return *d;
 }
 
 CUcontext primary_context(int index) {

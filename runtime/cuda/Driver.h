@@ -55,8 +55,8 @@ const Driver* driver(std::string* why = nullptr);
 
 // How many GPUs the driver sees (0 without a driver).
 int device_count();
-// Throws tiledsl::Error naming `what` unless GPU `index` exists.
-void check_device(int index, const std::string& what);
+// The driver, where GPU `index` exists; else throws tiledsl::Error naming `what` and saying why.
+const Driver& check_device(int index, const std::string& what);
 // GPU `index`'s primary context (retained once, for the process's lifetime).
 CUcontext primary_context(int index);
 

@@ -161,8 +161,10 @@ TEST_CASE("a launch with tensors on two devices is an error naming both", "[unit
 
 // On a GPU, from_blob asks the driver what the memory is: host memory, or an index with no GPU,
 // is an error there rather than a fault in a kernel.
-TEST_CASE("from_blob on a GPU rejects host memory and GPUs that do not exist", "[interp]") {
-  if (!on_gpu()) return;  // no driver to ask: the [unit] test above covers the CPU side
+// Tagged [gpu] (ctest gpu.streams, skipped without a GPU): there is no driver to ask on the CPU,
+// where the [unit] test above covers from_blob.
+TEST_CASE("from_blob on a GPU rejects host memory and GPUs that do not exist", "[gpu]") {
+  REQUIRE(on_gpu());
   std::vector<float> host(64);
   CHECK_THROWS_WITH(tl::Tensor::from_blob(host.data(), {64}, tl::DType::f32, tl::Device::cuda),
                     Catch::Contains("is not memory the CUDA driver knows"));
