@@ -225,6 +225,7 @@ class Program {
   void exec_combine(const Op& op);
   void exec_for(const Op& op);
   void exec_if(const Op& op);
+  void exec_while(const Op& op);
   void exec_print(const Op& op);
 
   Launch& l_;
@@ -238,6 +239,10 @@ void Program::exec(const Op& op) {
       return exec_for(op);
     case OpKind::If:
       return exec_if(op);
+    case OpKind::While:
+      return exec_while(op);
+    case OpKind::Barrier:
+      return;  // programs run one thread each: nothing to wait for
     case OpKind::Reduce:
     case OpKind::Scan:
       return exec_combine(op);
@@ -785,6 +790,36 @@ void Program::exec_if(const Op& op) {
   bool c = val(op.operands[0]).i[0] != 0;
   auto out = block(*op.regions[c ? 0 : 1]);
   for (size_t k = 0; k < out.size(); ++k) val(op.result(k)) = std::move(out[k]);
+}
+
+// Read at each loop (one getenv per while op a program runs), so that a test may set it.
+int64_t while_limit() {
+  std::string e = env::value(env::Var::TILEDSL_INTERPRETER_WHILE_LIMIT);
+  if (e.empty()) return int64_t{100'000'000};
+  char* end = nullptr;
+  long long n = std::strtoll(e.c_str(), &end, 10);
+  if (*end || n <= 0) user_error("", "", "", "TILEDSL_INTERPRETER_WHILE_LIMIT must be a positive number, got '{}'", e);
+  return static_cast<int64_t>(n);
+}
+
+void Program::exec_while(const Op& op) {
+  const Block &cond = *op.regions[0], &body = *op.regions[1];
+  const size_t n = op.operands.size();
+  std::vector<RVal> carried;
+  for (size_t k = 0; k < n; ++k) carried.push_back(val(op.operands[k]));
+  const int64_t limit = while_limit();
+  for (int64_t iterations = 0;; ++iterations) {
+    for (size_t k = 0; k < n; ++k) env_[cond.args[k]->id] = carried[k];
+    if (block(cond)[0].i[0] == 0) break;
+    if (iterations == limit)
+      fail(op, fmt::format("while_ ran {} iterations without its condition turning false (programs with atomics run "
+                           "one after another in the interpreter, so a loop that waits for another program never "
+                           "ends; TILEDSL_INTERPRETER_WHILE_LIMIT sets the limit)",
+                           iterations));
+    for (size_t k = 0; k < n; ++k) env_[body.args[k]->id] = std::move(carried[k]);
+    carried = block(body);
+  }
+  for (size_t k = 0; k < n; ++k) val(op.result(k)) = std::move(carried[k]);
 }
 
 void Program::exec_print(const Op& op) {

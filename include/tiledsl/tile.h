@@ -279,6 +279,9 @@ void static_check(bool cond, const std::string& msg, const SourceLoc& loc);
 [[noreturn]] void fail(const char* op, const std::string& msg, const SourceLoc& loc);
 void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc);
 void if_else(V cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn, const SourceLoc& loc);
+void while_loop(const std::function<V()>& cond, const std::function<void()>& body, const SourceLoc& loc);
+void return_if(V cond, const SourceLoc& loc);
+void debug_barrier(const SourceLoc& loc);
 std::vector<int64_t> shape(V v);
 std::string type_str(V v);  // "tile<16x64xf32>", "i32"
 DType dtype(V v);
@@ -1157,5 +1160,20 @@ void if_(const Tile<bool>& cond, Then&& then_fn, TILEDSL_LOC) {
   detail::if_else(
       cond.value(), std::forward<Then>(then_fn), [] {}, loc);
 }
+// while (cond()) body(); cond returns a boolean scalar, computed again before every iteration
+// from the variables the body assigns (those become loop-carried values, as in tl::range; the
+// condition itself may not assign any). Triton's `while cond:`; a spin lock is
+//   tl::while_([&] { return tl::atomic_cas(lock, 0, 1) == 1; }, [] {});
+template <class Cond, class Body>
+void while_(Cond&& cond, Body&& body, TILEDSL_LOC) {
+  static_assert(std::is_same_v<std::decay_t<std::invoke_result_t<Cond&>>, Tile<bool>>,
+                "tl::while_: the condition must return a tl::Tile<bool> (a boolean scalar)");
+  detail::while_loop([&] { return cond().value(); }, [&] { body(); }, loc);
+}
+// Triton's early `if cond: return`: when the boolean scalar `cond` holds, the program ends here.
+// In the kernel's body only (not inside tl::range, tl::while_ or tl::if_).
+inline void return_if(const Tile<bool>& cond, TILEDSL_LOC) { detail::return_if(cond.value(), loc); }
+// Every thread of the program waits here for the others (bar.sync; tl.debug_barrier).
+inline void debug_barrier(TILEDSL_LOC) { detail::debug_barrier(loc); }
 
 }  // namespace tiledsl

@@ -4,6 +4,26 @@
 
 namespace tiledsl::codegen {
 
+std::vector<std::vector<llvm::PHINode*>> Lowering::carried_phis(const ir::Op& loop, size_t first, llvm::BasicBlock* pre,
+                                                                std::initializer_list<const ir::Block*> regions) {
+  std::vector<std::vector<llvm::PHINode*>> phis;
+  for (size_t i = first; i < loop.operands.size(); ++i) {
+    std::vector<llvm::PHINode*> p;
+    Regs regs;
+    for (llvm::Value* init : get(loop.operands[i])) {
+      p.push_back(b_.CreatePHI(init->getType(), 2));
+      p.back()->addIncoming(init, pre);
+      regs.push_back(p.back());
+    }
+    const size_t slot = i - first;
+    for (const ir::Block* r : regions)
+      vals_[r->args[r->args.size() - (loop.operands.size() - first) + slot].get()] = regs;
+    vals_[loop.result(slot)] = regs;
+    phis.push_back(p);
+  }
+  return phis;
+}
+
 void Lowering::lower_for(const ir::Op& op) {
   const ir::Block& body = *op.regions[0];
   llvm::Value* lo = get(op.operands[0])[0];
@@ -45,19 +65,7 @@ void Lowering::lower_for(const ir::Op& op) {
   b_.SetInsertPoint(header);
   llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
   iv->addIncoming(lo, pre);
-  std::vector<std::vector<llvm::PHINode*>> phis;
-  for (size_t i = 3; i < op.operands.size(); ++i) {
-    std::vector<llvm::PHINode*> p;
-    Regs regs;
-    for (llvm::Value* init : get(op.operands[i])) {
-      p.push_back(b_.CreatePHI(init->getType(), 2));
-      p.back()->addIncoming(init, pre);
-      regs.push_back(p.back());
-    }
-    vals_[body.args[i - 2].get()] = regs;
-    vals_[op.result(i - 3)] = regs;
-    phis.push_back(p);
-  }
+  auto phis = carried_phis(op, 3, pre, {&body});
   // Tensor-core dots with several buffers cycle through them by the iteration's number mod their
   // count; the loop-carried result of a dot whose MMAs run on into the next iteration (async or
   // with its wait deferred), and the copies that fill the buffers, are waited for after the loop.
@@ -103,6 +111,26 @@ void Lowering::lower_for(const ir::Op& op) {
     Regs& result = vals_[op.result(slot)];
     for (auto& r : result) r = done[at++];
   }
+}
+
+void Lowering::lower_while(const ir::Op& op) {
+  const ir::Block &cond = *op.regions[0], &body = *op.regions[1];
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "while.cond", fn_);
+  auto* loop = llvm::BasicBlock::Create(ctx_, "while.body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "while.exit", fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  auto phis = carried_phis(op, 0, pre, {&cond, &body});
+  llvm::Value* go = block(cond).at(0).at(0);
+  b_.CreateCondBr(go, loop, exit);
+  b_.SetInsertPoint(loop);
+  auto yielded = block(body);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  b_.CreateBr(header);
+  for (size_t i = 0; i < phis.size(); ++i)
+    for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yielded[i][r], latch);
+  b_.SetInsertPoint(exit);
 }
 
 void Lowering::lower_if(const ir::Op& op) {

@@ -206,6 +206,10 @@ void Lowering::lower(const ir::Op& op) {
       return lower_for(op);
     case OpKind::If:
       return lower_if(op);
+    case OpKind::While:
+      return lower_while(op);
+    case OpKind::Barrier:
+      return barrier();
     case OpKind::Reduce:
       return lower_reduce(op);
     case OpKind::Store:

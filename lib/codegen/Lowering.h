@@ -241,7 +241,16 @@ class Lowering {
 
   // --- Control flow (ControlFlowToLLVM.cpp) ------------------------------------------------
   void lower_for(const ir::Op& op);
+  // Phis in the current block (a loop's header) for the loop's carried values, operands `first`
+  // on, entered from `pre`: they stand for the loop's results and for the last arguments of each
+  // of `regions` (a for body's first argument is its induction variable).
+  std::vector<std::vector<llvm::PHINode*>> carried_phis(const ir::Op& loop, size_t first, llvm::BasicBlock* pre,
+                                                        std::initializer_list<const ir::Block*> regions);
   void lower_if(const ir::Op& op);
+  // The condition is a scalar, the same in every thread (scalars are computed by each thread
+  // from uniform values, an atomic's old value broadcast by its owner), so barriers in the body
+  // are reached by all threads alike.
+  void lower_while(const ir::Op& op);
 
   // --- Random numbers and debugging (PhiloxToLLVM.cpp, DebugToLLVM.cpp) --------------------
   void lower_philox(const ir::Op& op);

@@ -193,6 +193,7 @@ std::unique_ptr<ir::Function> trace(KernelImpl& k, std::span<const LaunchArg> ar
     f->arg_attrs.push_back(std::move(attrs));
   }
   k.trace(targs);
+  b.close_returns();
   ir::verify(*f);
   f->number_values();
   k.traces++;

@@ -289,6 +289,25 @@ Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc) {
   return Tile<int32_t>(res[1]);
 }
 
+namespace {
+// Ends a loop body: yields the current values of the carried handles (paired with their values
+// before the loop), which must keep their types.
+void yield_carried(ir::Builder& b, const std::vector<std::pair<Handle*, V>>& carried, const char* op,
+                   const ir::Location& loc) {
+  std::vector<V> yields;
+  for (const auto& [handle, init] : carried) {
+    V y = handle->value();
+    if (y->type != init->type)
+      b.fail(loc, op,
+             fmt::format("a variable assigned in the loop body changes type from {} to {}; "
+                         "loop-carried variables must keep their element type and shape",
+                         init->type.str(), y->type.str()));
+    yields.push_back(y);
+  }
+  b.yield(yields, loc);
+}
+}  // namespace
+
 void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc) {
   auto& b = B;
   // Pass 1: trace into a throw-away loop to learn which live handles the body assigns.
@@ -317,17 +336,7 @@ void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const Sour
   for (size_t i = 0; i < carried.size(); ++i) HandleAccess::value(carried[i].first) = region->args[i + 1].get();
   inside(b, region, [&] {
     body(region->args[0].get());
-    std::vector<V> yields;
-    for (size_t i = 0; i < carried.size(); ++i) {
-      V y = carried[i].first->value();
-      if (y->type != inits[i]->type)
-        b.fail(L, "range",
-               fmt::format("a variable assigned in the loop body changes type from {} to {}; "
-                           "loop-carried variables must keep their element type and shape",
-                           inits[i]->type.str(), y->type.str()));
-      yields.push_back(y);
-    }
-    b.yield(yields, L);
+    yield_carried(b, carried, "range", L);
   });
   for (size_t i = 0; i < carried.size(); ++i) HandleAccess::value(carried[i].first) = loop->result(i);
 }
@@ -365,6 +374,62 @@ void if_else(V cond, const std::function<void()>& then_fn, const std::function<v
   inside(b, op->regions[1].get(), [&] { b.yield(ey, L); });
   for (size_t i : changed) HandleAccess::value(before[i].first) = op->add_result(before[i].second->type);
 }
+
+void while_loop(const std::function<V()>& cond, const std::function<void()>& body, const SourceLoc& loc) {
+  auto& b = B;
+  auto check_cond = [&](V c) {
+    if (c->type.is_tile() || c->type.dtype() != DType::i1)
+      b.fail(L, "while_", fmt::format("the condition must be a boolean scalar, got {}", c->type.str()));
+  };
+  // Pass 1, as for_loop's: trace into a throw-away loop to learn which live handles the body
+  // assigns (and that the condition assigns none).
+  auto before = snapshot();
+  ir::Op* probe = b.begin_while({}, L);
+  ir::Block* outer = b.block();
+  std::vector<std::pair<Handle*, V>> carried;
+  try {
+    inside(b, probe->regions[0].get(), [&] { check_cond(cond()); });
+    for (auto& [h, v] : before)
+      if (h->value() != v)
+        b.fail(L, "while_",
+               "the condition assigns a variable; compute the condition from variables the body assigns instead");
+    inside(b, probe->regions[1].get(), body);
+    for (auto& [h, v] : before)
+      if (h->value() != v) carried.emplace_back(h, v);
+  } catch (...) {
+    restore(before);
+    outer->ops.pop_back();
+    throw;
+  }
+  restore(before);
+  TILEDSL_CHECK(outer->ops.back().get() == probe, "loop probe is not the last op");
+  outer->ops.pop_back();
+
+  // Pass 2: the real loop, with the assigned handles as loop-carried values.
+  std::vector<V> inits;
+  for (auto& c : carried) inits.push_back(c.second);
+  ir::Op* loop = b.begin_while(inits, L);
+  auto enter = [&](ir::Block* region) {
+    for (size_t i = 0; i < carried.size(); ++i) HandleAccess::value(carried[i].first) = region->args[i].get();
+  };
+  ir::Block* cond_region = loop->regions[0].get();
+  enter(cond_region);
+  inside(b, cond_region, [&] {
+    V c = cond();
+    check_cond(c);
+    b.yield({c}, L);
+  });
+  ir::Block* body_region = loop->regions[1].get();
+  enter(body_region);
+  inside(b, body_region, [&] {
+    body();
+    yield_carried(b, carried, "while_", L);
+  });
+  for (size_t i = 0; i < carried.size(); ++i) HandleAccess::value(carried[i].first) = loop->result(i);
+}
+
+void return_if(V cond, const SourceLoc& loc) { B.return_if(cond, L); }
+void debug_barrier(const SourceLoc& loc) { B.barrier(L); }
 
 // --- Block pointers -------------------------------------------------------------------------
 Tile<int64_t> to_i64(const IntArg& a, const SourceLoc& loc) { return Tile<int64_t>(B.cast(a.v, DType::i64, L)); }

@@ -492,6 +492,43 @@ Op* Builder::begin_if(Value* cond, const Location& loc) {
   return op;
 }
 
+Op* Builder::begin_while(const std::vector<Value*>& inits, const Location& loc) {
+  std::vector<Type> types;
+  for (Value* v : inits) types.push_back(v->type);
+  Op* op = create(OpKind::While, inits, types, {}, loc);
+  for (int r = 0; r < 2; ++r) {
+    Block* region = op->add_region();
+    for (const Type& t : types) region->add_arg(t);
+  }
+  return op;
+}
+
+void Builder::return_if(Value* cond, const Location& loc) {
+  if (block_ != &f_.body && (returns_.empty() || block_ != returns_.back()))
+    fail(loc, "return_if",
+         "an early return is allowed in the kernel's body only, not inside tl::range, tl::while_ or tl::if_ "
+         "(assign a flag there and return after the loop or branch)");
+  if (cond->type.is_tile() || cond->type.dtype() != DType::i1 || cond->type.element().is_pointer())
+    fail(loc, "return_if", fmt::format("condition must be a boolean scalar, got {}", ty(cond)));
+  Op* op = begin_if(cond, loc);
+  set_block(op->regions[0].get());
+  yield({}, loc);
+  set_block(op->regions[1].get());
+  returns_.push_back(block_);
+}
+
+void Builder::close_returns() {
+  while (!returns_.empty()) {
+    Block* open = returns_.back();
+    returns_.pop_back();
+    set_block(open);
+    yield({}, open->parent->loc);
+    set_block(open->parent->parent);
+  }
+}
+
+void Builder::barrier(const Location& loc) { create(OpKind::Barrier, {}, {}, {}, loc); }
+
 void Builder::yield(const std::vector<Value*>& values, const Location& loc) {
   create(OpKind::Yield, values, {}, {}, loc);
 }

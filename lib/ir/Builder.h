@@ -72,12 +72,20 @@ class Builder {
   // Control flow. The caller fills the region blocks and ends them with yield.
   Op* begin_for(Value* lo, Value* hi, Value* step, const std::vector<Value*>& inits, const Location& loc);
   Op* begin_if(Value* cond, const Location& loc);
+  // A while loop carrying `inits`: its condition region and body take one argument per init.
+  Op* begin_while(const std::vector<Value*>& inits, const Location& loc);
   void yield(const std::vector<Value*>& values, const Location& loc);
+  // An early return (tl::return_if): if `cond`, the program ends here. The ops built after it go
+  // into the else branch of an `if` whose then branch is empty, closed by close_returns when the
+  // kernel's body ends; so it is allowed in the kernel's body only, not in a loop or a branch.
+  void return_if(Value* cond, const Location& loc);
+  void close_returns();
 
   Value* hint(OpKind k, Value* v, std::vector<int64_t> values, const Location& loc);
   void print(const std::string& prefix, bool hex, const std::vector<Value*>& values, const Location& loc);
   void device_assert(Value* cond, const std::string& msg, const Location& loc);
   void assume(Value* cond, const Location& loc);
+  void barrier(const Location& loc);
 
   // Implicit conversions shared by several ops.
   std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
@@ -89,6 +97,7 @@ class Builder {
 
   Function& f_;
   Block* block_;
+  std::vector<Block*> returns_;  // the else branches return_if opened, innermost last
 };
 
 }  // namespace tiledsl::ir

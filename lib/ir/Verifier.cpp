@@ -419,6 +419,21 @@ class Verifier {
         }
         break;
       }
+      case OpKind::While: {
+        const size_t n = o.operands.size();
+        expect(o.results.size() == n, o, "carries one value per init");
+        for (const auto& r : o.regions) {
+          expect(r->args.size() == n, o, "the condition and the body take one argument per carried value");
+          for (size_t i = 0; i < n; ++i)
+            rule(r->args[i]->type == ty(i) && res(i) == ty(i), "loop-carried types must agree");
+        }
+        auto c = yields(*o.regions[0]);
+        expect(c.size() == 1 && is_bool(c[0]) && !c[0].is_tile(), o, "the condition yields one boolean scalar");
+        auto y = yields(*o.regions[1]);
+        expect(y.size() == n, o, fmt::format("the body yields {} values for {} carried", y.size(), n));
+        for (size_t i = 0; i < n; ++i) rule(y[i] == ty(i), "loop-carried types must agree");
+        break;
+      }
       case OpKind::MultipleOf:
       case OpKind::MaxContiguous: {
         rule(res(0) == ty(0), "hints keep the type");

@@ -214,6 +214,16 @@ class Assigner {
         }
         return block(body);
       }
+      case OpKind::While: {
+        for (size_t i = 0; i < op.results.size(); ++i) {
+          if (!is_tile(op.result(i))) continue;
+          Layout l = result_layout(&op, i);
+          for (auto& r : op.regions) layout_[r->args[i].get()] = l;
+          want(&op, i, l);
+        }
+        for (size_t r = op.regions.size(); r-- > 0;) block(*op.regions[r]);
+        return;
+      }
       case OpKind::If:
         for (size_t i = 0; i < op.results.size(); ++i)
           if (is_tile(op.result(i))) result_layout(&op, i);
@@ -224,8 +234,10 @@ class Assigner {
         if (!parent || parent->kind == OpKind::Reduce || parent->kind == OpKind::Scan) return;
         for (size_t i = 0; i < op.operands.size(); ++i) {
           if (!is_tile(op.operands[i])) continue;
-          want(&op, i,
-               parent->kind == OpKind::For ? layout_.at(op.parent->args[i + 1].get()) : layout_.at(parent->result(i)));
+          const Value* slot = parent->kind == OpKind::For     ? op.parent->args[i + 1].get()
+                              : parent->kind == OpKind::While ? op.parent->args[i].get()
+                                                              : parent->result(i);
+          want(&op, i, layout_.at(slot));
         }
         return;
       }

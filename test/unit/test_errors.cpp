@@ -312,6 +312,90 @@ TEST_CASE("tl::if_ on a tile instead of a scalar", "[error]") {
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("if_tile", "if_: condition must be a boolean scalar, got tile<16xi1>"));
 }
 
+TEST_CASE("tl::while_ on a tile condition", "[error]") {
+  auto k = tl::kernel("while_tile", {"x"}, [](tl::Ptr<float> x) {
+    auto offs = tl::arange(0, 16);
+    auto v = tl::load(x + offs);
+    MARK; tl::while_([&] { return v > 1; }, [&] { v = v * 0.5f; });
+    tl::store(x + offs, v);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("while_tile", "while_: the condition must be a boolean scalar, got tile<16xi1>"));
+}
+
+TEST_CASE("a tl::while_ condition that assigns a variable", "[error]") {
+  auto k = tl::kernel("while_assigns", {"x"}, [](tl::Ptr<float> x) {
+    tl::Float s = tl::load(x);
+    MARK; tl::while_([&] { s = s * 2; return s < 100; }, [&] { s = s + 1; });
+    tl::store(x, s);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("while_assigns", "while_: the condition assigns a variable; compute the condition from "
+                                           "variables the body assigns instead"));
+}
+
+TEST_CASE("a variable that changes type in tl::while_", "[error]") {
+  auto k = tl::kernel("while_type", {"x"}, [](tl::Ptr<float> x) {
+    tl::Float s = tl::load(x);
+    tl::Int i = 0;
+    MARK; tl::while_([&] { return i < 3; }, [&] { s = tl::load(x + tl::arange(0, 16)); i += 1; });
+    tl::store(x, s);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("while_type", "while_: a variable assigned in the loop body changes type from f32 to "
+                                        "tile<16xf32>; loop-carried variables must keep their element type and shape"));
+}
+
+TEST_CASE("a tl::while_ that never ends stops in the interpreter", "[error]") {
+  auto k = tl::kernel("while_forever", {"x"}, [](tl::Ptr<float> x) {
+    tl::Int i = 0;
+    MARK; tl::while_([&] { return i >= 0; }, [&] { i = (i + 1) % 5; });
+    tl::store(x, i.to<float>());
+  });
+  auto x = f32(16);
+  setenv("TILEDSL_INTERPRETER_WHILE_LIMIT", "1000", 1);
+  auto run = [&] { k[tl::grid(1)](x); };
+  std::string message;
+  try {
+    run();
+  } catch (const tl::Error& e) {
+    message = e.what();
+  }
+  unsetenv("TILEDSL_INTERPRETER_WHILE_LIMIT");
+  CHECK(message == err("while_forever", "while: while_ ran 1000 iterations without its condition turning false "
+                                        "(programs with atomics run one after another in the interpreter, so a loop "
+                                        "that waits for another program never ends; TILEDSL_INTERPRETER_WHILE_LIMIT "
+                                        "sets the limit) (program (0, 0, 0))"));
+}
+
+TEST_CASE("tl::return_if inside a loop", "[error]") {
+  auto k = tl::kernel("return_in_loop", {"x"}, [](tl::Ptr<float> x) {
+    tl::range(0, 4, [&](tl::Int i) {
+      MARK; tl::return_if(i == 2);
+      tl::store(x + i, 1.0f);
+    });
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("return_in_loop", "return_if: an early return is allowed in the kernel's body only, not "
+                                            "inside tl::range, tl::while_ or tl::if_ (assign a flag there and return "
+                                            "after the loop or branch)"));
+}
+
+TEST_CASE("tl::return_if on a tile", "[error]") {
+  auto k = tl::kernel("return_tile", {"x"}, [](tl::Ptr<float> x) {
+    auto v = tl::load(x + tl::arange(0, 16));
+    MARK; tl::return_if(v > 0);
+    tl::store(x, 1.0f);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("return_tile", "return_if: condition must be a boolean scalar, got tile<16xi1>"));
+}
+
 TEST_CASE("tl::range with a tile as its bound", "[error]") {
   auto k = tl::kernel("range_tile", {"x"}, [](tl::Ptr<float> x) {
     auto offs = tl::arange(0, 16);

@@ -219,6 +219,22 @@ kernel @tiles(%x: ptr<f32>, %out: ptr<f32>, %cnt: ptr<i32>, %n: i32) {
   %ok = cmp(%old2, %zero) {pred = "ge"} : i1
   assert(%ok) {msg = "cas"}
   assume(%ok)
+  barrier()
+  %wk, %wv = while(%zero, %res) : i32, tile<16xf32> {
+  ^(%k: i32, %v: tile<16xf32>):
+    %go = cmp(%k, %n) {pred = "lt"} : i1
+    yield(%go)
+  } {
+  ^(%k2: i32, %v2: tile<16xf32>):
+    %k3 = add(%k2, %one) : i32
+    %v3 = add(%v2, %v2) : tile<16xf32>
+    yield(%k3, %v3)
+  }
+  %c288 = constant() {value = 288} : i32
+  %c288s = splat(%c288) : tile<16xi32>
+  %o288 = add(%r, %c288s) : tile<16xi32>
+  %q288 = addptr(%po2, %o288) : tile<16xptr<f32>>
+  store(%q288, %wv)
 }
 )IR";
 
@@ -334,7 +350,7 @@ TEST_CASE("passes: canonicalize, cse and dce keep elementwise results bit for bi
 TEST_CASE("passes: canonicalize, cse and dce keep tile, loop and atomic results bit for bit", "[unit]") {
   check_kernel(
       kTiles,
-      {buffer(random_floats(256, 2)), buffer(std::vector<float>(288)), buffer(std::vector<int32_t>(2)), integer(3)},
+      {buffer(random_floats(256, 2)), buffer(std::vector<float>(304)), buffer(std::vector<int32_t>(2)), integer(3)},
       {2, 1, 1}, true);
 }
 

@@ -1,0 +1,188 @@
+// Control flow beyond tl::range and tl::if_: tl::while_ (runtime conditions, carried scalars and
+// tiles, a spin lock), tl::return_if (Triton's early `return`) and tl::debug_barrier, on both
+// backends (TILEDSL_BACKEND=gpu runs these [interp] cases on the GPU), against host references.
+#include <algorithm>
+
+#include "ops_util.h"
+
+using namespace opt;
+
+namespace {
+constexpr int kGroups = 3, kBlock = 64;
+
+// One program per element: the number of Collatz steps to reach 1, and the largest value seen.
+const tl::Kernel collatz = tl::kernel("collatz", {"x", "steps", "peak"},
+                                      [](tl::Ptr<int32_t> x, tl::Ptr<int32_t> steps, tl::Ptr<int32_t> peak) {
+                                        auto pid = tl::program_id(0);
+                                        tl::Int n = tl::load(x + pid);
+                                        tl::Int count = 0;
+                                        tl::Int top = n;
+                                        tl::while_([&] { return n != 1; },
+                                                   [&] {
+                                                     n = tl::where(n % 2 == 0, n / 2, 3 * n + 1);
+                                                     top = tl::maximum(top, n);
+                                                     count += 1;
+                                                   });
+                                        tl::store(steps + pid, count);
+                                        tl::store(peak + pid, top);
+                                      });
+
+// Triton's `while tl.atomic_cas(lock, 0, 1) == 1: pass`: every program adds its row to its
+// group's partial sums under the group's lock with plain loads and stores.
+const tl::Kernel spin_lock = tl::kernel(
+    "spin_lock", {"x", "partial", "locks", "G", "BLOCK"},
+    [](tl::Ptr<float> x, tl::Ptr<float> partial, tl::Ptr<int32_t> locks, tl::Constexpr G, tl::Constexpr BLOCK) {
+      auto pid = tl::program_id(0);
+      auto cols = tl::arange(0, BLOCK);
+      auto row = tl::load(x + pid * BLOCK + cols);
+      auto g = pid % G;
+      tl::while_([&] { return tl::atomic_cas(locks + g, 0, 1) == 1; }, [] {});
+      auto p = partial + g * BLOCK + cols;
+      tl::store(p, tl::load(p) + row);
+      tl::atomic_xchg(locks + g, 0);
+    });
+
+const tl::Kernel early_return =
+    tl::kernel("early_return", {"x", "out", "ran", "n", "BLOCK"},
+               [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Ptr<int32_t> ran, tl::Int n, tl::Constexpr BLOCK) {
+                 auto pid = tl::program_id(0);
+                 tl::return_if(pid * BLOCK >= n);  // a grid larger than the data
+                 auto offs = pid * BLOCK + tl::arange(0, BLOCK);
+                 auto mask = offs < n;
+                 auto v = tl::load(x + offs, mask);
+                 tl::Float total = tl::sum(v, 0);
+                 tl::store(ran + pid, 1);
+                 tl::return_if(total < 0);  // a second one, on a loaded value
+                 tl::range(0, 3, [&](tl::Int) { v = v * 2; });
+                 tl::store(out + offs, v, mask);
+                 tl::store(ran + pid, 2);
+               });
+}  // namespace
+
+TEST_CASE("tl::while_ runs on a runtime condition with carried scalars", "[interp]") {
+  const int n = 301;
+  auto x = uniform<int32_t>(n, 811, 1, 5000);
+  x[7] = 1;  // a loop that runs no iteration
+  auto steps = poison<int32_t>({n});
+  auto peak = poison<int32_t>({n});
+  collatz[tl::grid(n)](tensor<int32_t>(x), steps, peak);
+  std::vector<int32_t> want_steps(n, 0), want_peak(n);
+  for (int i = 0; i < n; ++i) {
+    int32_t v = x[i], top = v;
+    for (; v != 1; ++want_steps[i]) top = std::max(top, v = v % 2 == 0 ? v / 2 : 3 * v + 1);
+    want_peak[i] = top;
+  }
+  require_equal(host<int32_t>(steps), want_steps);
+  require_equal(host<int32_t>(peak), want_peak);
+}
+
+TEST_CASE("tl::while_ carries tiles, and the condition reads them", "[interp]") {
+  // Halve a masked row until its largest magnitude is below `limit`; count the halvings.
+  auto k = tl::kernel("halve", {"x", "out", "rounds", "n", "limit", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Ptr<int32_t> rounds, tl::Int n, tl::Float limit,
+                         tl::Constexpr BLOCK) {
+                        auto pid = tl::program_id(0);
+                        auto cols = tl::arange(0, BLOCK);
+                        auto mask = cols < n;
+                        auto row = tl::load(x + pid * n + cols, mask, 0.0f);
+                        tl::Int r = 0;
+                        tl::while_([&] { return tl::max(tl::abs(row), 0) >= limit; },
+                                   [&] {
+                                     row = row * 0.5f;
+                                     r = r + 1;
+                                   });
+                        tl::store(out + pid * n + cols, row, mask);
+                        tl::store(rounds + pid, r);
+                      });
+  const int rows = 37, n = 93;
+  const float limit = 0.75f;
+  auto x = random_eighths<float>(rows * n, 823, -300, 300);
+  auto out = poison<float>({rows * n});
+  auto rounds = poison<int32_t>({rows});
+  k[tl::grid(rows)](tensor<float>(x), out, rounds, n, limit, 128);
+  std::vector<float> want(x);
+  std::vector<int32_t> want_rounds(rows, 0);
+  for (int r = 0; r < rows; ++r) {
+    auto first = want.begin() + r * n;
+    auto magnitude = [&] {
+      float m = 0;
+      for (int c = 0; c < n; ++c) m = std::max(m, std::fabs(first[c]));
+      return m;
+    };
+    while (magnitude() >= limit) {
+      for (int c = 0; c < n; ++c) first[c] *= 0.5f;
+      ++want_rounds[r];
+    }
+  }
+  require_equal(host<float>(out), want);
+  require_equal(host<int32_t>(rounds), want_rounds);
+}
+
+// No update may be lost (atomics are acquire-release at GPU scope: docs/language.md).
+TEST_CASE("a spin lock is a tl::while_ of atomic_cas", "[interp]") {
+  constexpr int kPrograms = 97;
+  auto x = random_eighths<float>(kPrograms * kBlock, 829, -4, 4);
+  auto partial = tensor<float>(std::vector<float>(kGroups * kBlock, 0.0f));
+  auto locks = tensor<int32_t>(std::vector<int32_t>(kGroups, 0));
+  spin_lock[tl::grid(kPrograms)](tensor<float>(x), partial, locks, kGroups, kBlock);
+  std::vector<float> want(kGroups * kBlock, 0.0f);
+  for (int p = 0; p < kPrograms; ++p)
+    for (int c = 0; c < kBlock; ++c) want[(p % kGroups) * kBlock + c] += x[p * kBlock + c];
+  // Sums of eighths of this size are exact in any order.
+  require_equal(host<float>(partial), want);
+  require_equal(host<int32_t>(locks), std::vector<int32_t>(kGroups, 0));
+}
+
+TEST_CASE("tl::return_if ends a program early, as Triton's `if ...: return`", "[interp]") {
+  const int n = 1003, block = 64, programs = tl::cdiv(n, block) + 5;
+  auto x = random_eighths<float>(n, 839, -8, 9);
+  auto out = tensor<float>(std::vector<float>(n, -77.0f));
+  auto ran = tensor<int32_t>(std::vector<int32_t>(programs, 0));
+  early_return[tl::grid(programs)](tensor<float>(x), out, ran, n, block);
+  std::vector<float> want(n, -77.0f);
+  std::vector<int32_t> want_ran(programs, 0);
+  for (int p = 0; p * block < n; ++p) {
+    float total = 0;
+    for (int i = p * block; i < std::min(n, (p + 1) * block); ++i) total += x[i];
+    want_ran[p] = total < 0 ? 1 : 2;
+    if (total < 0) continue;
+    for (int i = p * block; i < std::min(n, (p + 1) * block); ++i) want[i] = x[i] * 8;
+  }
+  REQUIRE(std::count(want_ran.begin(), want_ran.end(), 1) > 0);  // both exits are taken
+  REQUIRE(std::count(want_ran.begin(), want_ran.end(), 2) > 0);
+  require_equal(host<float>(out), want);
+  require_equal(host<int32_t>(ran), want_ran);
+}
+
+TEST_CASE("tl::debug_barrier keeps a kernel's results", "[interp]") {
+  auto k = tl::kernel("with_barrier", {"x", "out", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto v = tl::load(x + offs, offs < n);
+                        tl::debug_barrier();
+                        tl::store(out + offs, v + 1, offs < n);
+                      });
+  const int n = 517;
+  auto x = random_eighths<float>(n, 853, -8, 8);
+  auto out = poison<float>({n});
+  k[tl::grid(tl::cdiv(n, 128))](tensor<float>(x), out, n, 128);
+  std::vector<float> want(x);
+  for (auto& v : want) v += 1;
+  require_equal(host<float>(out), want);
+}
+
+// The GPU's code for the loops and exits above, without a GPU: a backward branch for the
+// while loop, the lock's compare-and-swap, the barrier; no spills.
+TEST_CASE("while_, return_if and debug_barrier compile to PTX", "[ptx]") {
+  const tl::Device cpu = tl::Device::cpu;
+  auto i32 = [&](int n) { return tl::Tensor::zeros({n}, tl::DType::i32, cpu); };
+  auto f32 = [&](int n) { return tl::Tensor::zeros({n}, tl::DType::f32, cpu); };
+  tl::CompiledKernel c = collatz.compile(tl::LaunchOptions{}, i32(8), i32(8), i32(8));
+  CHECK(c.ptx.find("bra") != std::string::npos);
+  tl::CompiledKernel lock = spin_lock.compile(tl::LaunchOptions{}, f32(64), f32(64), i32(3), kGroups, kBlock);
+  CHECK(lock.ptx.find("atom.global.cas.b32") != std::string::npos);
+  tl::CompiledKernel early = early_return.compile(tl::LaunchOptions{}, f32(64), f32(64), i32(4), 64, 64);
+  CHECK(early.ptx.find("ret;") != std::string::npos);
+  for (const auto* k : {&c, &lock, &early})
+    if (k->resources_from == "ptxas" || k->resources_from == "driver") CHECK(k->spill_bytes == 0);
+}
