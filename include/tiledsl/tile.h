@@ -258,10 +258,11 @@ V select(V c, V a, V b, const SourceLoc& loc);
 V fma(V a, V b, V c, const SourceLoc& loc);
 V math(const char* fn, V a, const SourceLoc& loc);
 V math(const char* fn, V a, V b, const SourceLoc& loc);
-V load(V p, V mask, V other, const SourceLoc& loc);
-void store(V p, V v, V mask, const SourceLoc& loc);
-V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc);
-V atomic_cas(V p, V cmp, V v, const SourceLoc& loc);
+V load(V p, V mask, V other, const SourceLoc& loc, const char* cache = "", const char* eviction = "",
+       bool is_volatile = false);
+void store(V p, V v, V mask, const SourceLoc& loc, const char* cache = "", const char* eviction = "");
+V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc, const char* sem = "", const char* scope = "");
+V atomic_cas(V p, V cmp, V v, const SourceLoc& loc, const char* sem = "", const char* scope = "");
 // `input_precision`: "ieee", "tf32", "tf32x3", or empty for the default (tf32 on f32 inputs).
 V dot(V a, V b, V acc, const SourceLoc& loc, const char* input_precision = "");
 using Combine = std::function<std::vector<V>(std::span<V const> lhs, std::span<V const> rhs)>;
@@ -750,17 +751,58 @@ auto cdiv(const Tile<T>& a, const U& b, TILEDSL_LOC) {
 }
 
 // --- Memory ---------------------------------------------------------------------------------
+// Cache hints, Triton's cache_modifier and eviction_policy (and volatile, on loads):
+//   tl::load(p, mask, 0.0f, {.cache = tl::Cache::cg, .eviction = tl::Eviction::evict_first})
+// Loads take ca, cg or cv; stores wb, cg, cs or wt; another is a trace-time error. They are
+// hints: the GPU drops them on 1-byte and pointer elements (but for volatile) and on the copies
+// that feed tensor cores; the interpreter has no cache.
+enum class Cache { none, ca, cg, cv, cs, wb, wt };
+enum class Eviction { normal, evict_first, evict_last };
+struct LoadOptions {
+  Cache cache = Cache::none;
+  Eviction eviction = Eviction::normal;
+  bool is_volatile = false;  // ld.volatile: read memory at this point, every time
+};
+struct StoreOptions {
+  Cache cache = Cache::none;
+  Eviction eviction = Eviction::normal;
+};
+namespace detail {
+inline const char* cache_name(Cache c) {
+  static const char* names[] = {"", "ca", "cg", "cv", "cs", "wb", "wt"};
+  return names[static_cast<int>(c)];
+}
+inline const char* eviction_name(Eviction e) {
+  static const char* names[] = {"", "evict_first", "evict_last"};
+  return names[static_cast<int>(e)];
+}
+}  // namespace detail
+template <class T>
+Tile<T> load(const Tile<PtrTo<T>>& ptr, const LoadOptions& o, TILEDSL_LOC) {
+  return Tile<T>(detail::load(ptr.value(), nullptr, nullptr, loc, detail::cache_name(o.cache),
+                              detail::eviction_name(o.eviction), o.is_volatile));
+}
+template <class T>
+Tile<T> load(const Tile<PtrTo<T>>& ptr, const Tile<bool>& mask, const LoadOptions& o, TILEDSL_LOC) {
+  return Tile<T>(detail::load(ptr.value(), mask.value(), nullptr, loc, detail::cache_name(o.cache),
+                              detail::eviction_name(o.eviction), o.is_volatile));
+}
+template <class T, detail::TileOrLiteral O>
+Tile<T> load(const Tile<PtrTo<T>>& ptr, const Tile<bool>& mask, const O& other, const LoadOptions& o, TILEDSL_LOC) {
+  return Tile<T>(detail::load(ptr.value(), mask.value(), detail::as_value(other, dtype_v<T>, loc), loc,
+                              detail::cache_name(o.cache), detail::eviction_name(o.eviction), o.is_volatile));
+}
 template <class T>
 Tile<T> load(const Tile<PtrTo<T>>& ptr, TILEDSL_LOC) {
-  return Tile<T>(detail::load(ptr.value(), nullptr, nullptr, loc));
+  return load(ptr, LoadOptions{}, loc);
 }
 template <class T>
 Tile<T> load(const Tile<PtrTo<T>>& ptr, const Tile<bool>& mask, TILEDSL_LOC) {
-  return Tile<T>(detail::load(ptr.value(), mask.value(), nullptr, loc));
+  return load(ptr, mask, LoadOptions{}, loc);
 }
 template <class T, detail::TileOrLiteral O>
 Tile<T> load(const Tile<PtrTo<T>>& ptr, const Tile<bool>& mask, const O& other, TILEDSL_LOC) {
-  return Tile<T>(detail::load(ptr.value(), mask.value(), detail::as_value(other, dtype_v<T>, loc), loc));
+  return load(ptr, mask, other, LoadOptions{}, loc);
 }
 template <class X>
 Tile<float> load(const X&, ...) {  // returns a tile so that no second error follows the assert
@@ -768,23 +810,67 @@ Tile<float> load(const X&, ...) {  // returns a tile so that no second error fol
   return Tile<float>(static_cast<ir::Value*>(nullptr));
 }
 template <class T, detail::TileOrLiteral X>
+void store(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, const StoreOptions& o, TILEDSL_LOC) {
+  detail::store(ptr.value(), detail::as_value(value, dtype_v<T>, loc), mask.value(), loc, detail::cache_name(o.cache),
+                detail::eviction_name(o.eviction));
+}
+template <class T, detail::TileOrLiteral X>
+void store(const Tile<PtrTo<T>>& ptr, const X& value, const StoreOptions& o, TILEDSL_LOC) {
+  detail::store(ptr.value(), detail::as_value(value, dtype_v<T>, loc), nullptr, loc, detail::cache_name(o.cache),
+                detail::eviction_name(o.eviction));
+}
+template <class T, detail::TileOrLiteral X>
 void store(const Tile<PtrTo<T>>& ptr, const X& value, TILEDSL_LOC) {
-  detail::store(ptr.value(), detail::as_value(value, dtype_v<T>, loc), nullptr, loc);
+  store(ptr, value, StoreOptions{}, loc);
 }
 template <class T, detail::TileOrLiteral X>
 void store(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, TILEDSL_LOC) {
-  detail::store(ptr.value(), detail::as_value(value, dtype_v<T>, loc), mask.value(), loc);
+  store(ptr, value, mask, StoreOptions{}, loc);
 }
 
-#define TILEDSL_ATOMIC(fn, kind)                                                                                   \
-  template <class T, detail::TileOrLiteral X>                                                                      \
-  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, TILEDSL_LOC) {                                             \
-    return Tile<T>(detail::atomic_rmw(kind, ptr.value(), detail::as_value(value, dtype_v<T>, loc), nullptr, loc)); \
-  }                                                                                                                \
-  template <class T, detail::TileOrLiteral X>                                                                      \
-  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, TILEDSL_LOC) {                     \
-    return Tile<T>(                                                                                                \
-        detail::atomic_rmw(kind, ptr.value(), detail::as_value(value, dtype_v<T>, loc), mask.value(), loc));       \
+// The memory order and scope of an atomic: Triton's `sem=` and `scope=`. The default is
+// Triton's, acquire-release at GPU scope: tl::atomic_add(p, v, mask, {.sem = tl::Sem::relaxed}).
+enum class Sem { acq_rel, acquire, release, relaxed };
+enum class Scope { gpu, cta, sys };
+struct AtomicOptions {
+  Sem sem = Sem::acq_rel;
+  Scope scope = Scope::gpu;
+};
+namespace detail {
+inline const char* sem_name(Sem s) {
+  static const char* names[] = {"acq_rel", "acquire", "release", "relaxed"};
+  return names[static_cast<int>(s)];
+}
+inline const char* scope_name(Scope s) {
+  static const char* names[] = {"gpu", "cta", "sys"};
+  return names[static_cast<int>(s)];
+}
+
+template <class T, class X>
+Tile<T> atomic_call(const char* kind, const Tile<PtrTo<T>>& ptr, const X& value, V mask, const AtomicOptions& o,
+                    const SourceLoc& loc) {
+  return Tile<T>(
+      atomic_rmw(kind, ptr.value(), as_value(value, dtype_v<T>, loc), mask, loc, sem_name(o.sem), scope_name(o.scope)));
+}
+}  // namespace detail
+
+#define TILEDSL_ATOMIC(fn, kind)                                                                            \
+  template <class T, detail::TileOrLiteral X>                                                               \
+  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, const AtomicOptions& order, \
+             TILEDSL_LOC) {                                                                                 \
+    return detail::atomic_call(kind, ptr, value, mask.value(), order, loc);                                 \
+  }                                                                                                         \
+  template <class T, detail::TileOrLiteral X>                                                               \
+  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, const Tile<bool>& mask, TILEDSL_LOC) {              \
+    return detail::atomic_call(kind, ptr, value, mask.value(), {}, loc);                                    \
+  }                                                                                                         \
+  template <class T, detail::TileOrLiteral X>                                                               \
+  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, const AtomicOptions& order, TILEDSL_LOC) {          \
+    return detail::atomic_call(kind, ptr, value, nullptr, order, loc);                                      \
+  }                                                                                                         \
+  template <class T, detail::TileOrLiteral X>                                                               \
+  Tile<T> fn(const Tile<PtrTo<T>>& ptr, const X& value, TILEDSL_LOC) {                                      \
+    return detail::atomic_call(kind, ptr, value, nullptr, {}, loc);                                         \
   }
 TILEDSL_ATOMIC(atomic_add, "add")
 TILEDSL_ATOMIC(atomic_max, "max")
@@ -796,9 +882,14 @@ TILEDSL_ATOMIC(atomic_xor, "xor")
 #undef TILEDSL_ATOMIC
 // Where *ptr == cmp, writes val; returns the old values.
 template <class T, detail::TileOrLiteral C, detail::TileOrLiteral X>
-Tile<T> atomic_cas(const Tile<PtrTo<T>>& ptr, const C& cmp, const X& val, TILEDSL_LOC) {
+Tile<T> atomic_cas(const Tile<PtrTo<T>>& ptr, const C& cmp, const X& val, const AtomicOptions& order, TILEDSL_LOC) {
   return Tile<T>(detail::atomic_cas(ptr.value(), detail::as_value(cmp, dtype_v<T>, loc),
-                                    detail::as_value(val, dtype_v<T>, loc), loc));
+                                    detail::as_value(val, dtype_v<T>, loc), loc, detail::sem_name(order.sem),
+                                    detail::scope_name(order.scope)));
+}
+template <class T, detail::TileOrLiteral C, detail::TileOrLiteral X>
+Tile<T> atomic_cas(const Tile<PtrTo<T>>& ptr, const C& cmp, const X& val, TILEDSL_LOC) {
+  return atomic_cas(ptr, cmp, val, AtomicOptions{}, loc);
 }
 
 // --- Block pointers (Triton's make_block_ptr) ------------------------------------------------

@@ -38,6 +38,16 @@ inline const DistributedLayout* layout(const ir::Value* v) {
   return l;
 }
 
+// A load's or store's cache hints (tl::LoadOptions, tl::StoreOptions): the instruction's
+// qualifiers after `ld.global` / `st.global` (`.cg`, `.L2::cache_hint`, or `ld.volatile`'s),
+// and the L2 eviction policy register that `.L2::cache_hint` takes.
+struct AccessHints {
+  std::string cop;                // "ca", "cg", "cv" (loads), "wb", "cg", "cs", "wt" (stores)
+  bool is_volatile = false;       // ld.volatile
+  llvm::Value* policy = nullptr;  // createpolicy's 64-bit L2 policy
+  bool any() const { return !cop.empty() || is_volatile || policy; }
+};
+
 class Lowering {
  public:
   Lowering(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts)
@@ -161,8 +171,11 @@ class Lowering {
   // 32-bit words (16-bit for a 2-byte access); false where it cannot be (pointer elements,
   // 1-byte accesses): the caller then branches around a plain access.
   bool predicated_access_ok(llvm::Type* vt) const;
-  llvm::Value* predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm::Value* otherwise, llvm::Type* vt);
-  void predicated_store(llvm::Value* ptr, llvm::Value* pred, llvm::Value* v);
+  AccessHints access_hints(const ir::Op& op);
+  // As above; `pred` null: the access is not predicated (and `otherwise` is null too).
+  llvm::Value* predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm::Value* otherwise, llvm::Type* vt,
+                               const AccessHints& hints = {});
+  void predicated_store(llvm::Value* ptr, llvm::Value* pred, llvm::Value* v, const AccessHints& hints = {});
   Regs lower_load(const ir::Op& op);
   void lower_store(const ir::Op& op);
   Regs lower_atomic(const ir::Op& op);
@@ -261,7 +274,10 @@ class Lowering {
   // fp8 <-> float conversions (fp8 is held as its bits in an i8; ElementwiseToLLVM.cpp).
   llvm::Value* encode_fp8(llvm::Value* x, DType to);
   llvm::Value* decode_fp8(llvm::Value* x, DType from);
-  void gpu_fence();
+  // fence.acq_rel at `scope` (cta, gpu or sys).
+  void fence(const std::string& scope);
+  // One relaxed system-scope atom of `kind` on `t` at `ptr` (cas when `cmp` is given); the old value.
+  llvm::Value* system_atom(const std::string& kind, DType t, llvm::Value* ptr, llvm::Value* cmp, llvm::Value* v);
   void device_printf(const std::string& format, const std::vector<llvm::Value*>& args);
   // Where `failed` holds: prints `format` (after "file:line: in kernel 'k': ") with `args` and
   // the program ids, then stops the kernel through __assertfail with `msg`.

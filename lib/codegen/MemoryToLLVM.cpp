@@ -99,31 +99,52 @@ bool Lowering::predicated_access_ok(llvm::Type* vt) const {
   return bytes % 4 == 0 || bytes == 2;
 }
 
-llvm::Value* Lowering::predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm::Value* otherwise, llvm::Type* vt) {
+AccessHints Lowering::access_hints(const ir::Op& op) {
+  AccessHints h;
+  if (op.has_attr("cache")) h.cop = op.attr_str("cache");
+  h.is_volatile = op.has_attr("volatile") && op.attr_int("volatile") != 0;
+  // Triton's eviction_policy: an L2 policy that marks every line the access touches (fraction
+  // 1.0) to be evicted first or last, passed to the access by .L2::cache_hint.
+  if (op.has_attr("eviction"))
+    h.policy = inline_ptx(fmt::format("createpolicy.fractional.L2::{}.b64 $0, 1.0;", op.attr_str("eviction")), "=l",
+                          b_.getInt64Ty(), {}, /*side_effects=*/false);
+  return h;
+}
+
+llvm::Value* Lowering::predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm::Value* otherwise, llvm::Type* vt,
+                                       const AccessHints& hints) {
   Words w = words(vt);
   llvm::Type* word = w.type;
   llvm::Type* words = w.count > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, w.count)) : word;
-  // Outputs $0..$n-1, then the address, the predicate and the n words of `otherwise` (none
-  // when it is null: the masked-off elements are left unset). The outputs take `otherwise`
-  // before the load, not under the negated predicate after it: ptxas turns an `@!p mov` after
-  // the load into a select that waits for the load, which stalls the warp before its next load
-  // is issued (SpMM ran 21 % slower on the H200 that way).
-  unsigned n = w.count, p = n + 1;
-  std::string text, constraints;
-  for (unsigned i = 0; i < n; ++i) {
-    if (otherwise) text += fmt::format("mov.{} ${}, ${};\n\t", w.ptx, i, p + 1 + i);
-    constraints += std::string("=") + w.constraint + ",";
-  }
-  text += fmt::format("@${} ld.global{}.{} {}, [${}];", p, vector_suffix(n), w.ptx, operand_list(0, n), n);
-  constraints += "l,b";
-  std::vector<llvm::Value*> args{ptr, pred};
+  // Outputs $0..$n-1, then the address, the predicate, the n words of `otherwise` (none when it
+  // is null: the masked-off elements are left unset) and the cache policy, those there are. The
+  // outputs take `otherwise` before the load, not under the negated predicate after it: ptxas
+  // turns an `@!p mov` after the load into a select that waits for the load, which stalls the
+  // warp before its next load is issued (SpMM ran 21 % slower on the H200 that way).
+  const unsigned n = w.count;
+  std::vector<llvm::Value*> args{ptr};
+  std::string constraints;
+  for (unsigned i = 0; i < n; ++i) constraints += std::string("=") + w.constraint + ",";
+  constraints += "l";
+  auto operand = [&](llvm::Value* v, const std::string& c) {
+    args.push_back(v);
+    constraints += "," + c;
+    return fmt::format("${}", n + args.size() - 1);
+  };
+  const std::string p = pred ? operand(pred, "b") : "";
+  std::string text;
   if (otherwise) {
     llvm::Value* other_words = b_.CreateBitCast(otherwise, words);
-    for (unsigned i = 0; i < n; ++i) {
-      constraints += std::string(",") + w.constraint;
-      args.push_back(n > 1 ? b_.CreateExtractElement(other_words, i) : other_words);
-    }
+    for (unsigned i = 0; i < n; ++i)
+      text += fmt::format("mov.{} ${}, {};\n\t", w.ptx, i,
+                          operand(n > 1 ? b_.CreateExtractElement(other_words, i) : other_words, w.constraint));
   }
+  const std::string policy = hints.policy ? ", " + operand(hints.policy, "l") : "";
+  const std::string instr = hints.is_volatile ? "ld.volatile.global"
+                                              : "ld.global" + (hints.cop.empty() ? "" : "." + hints.cop) +
+                                                    (hints.policy ? ".L2::cache_hint" : "");
+  text += fmt::format("{}{}{}.{} {}, [${}]{};", pred ? "@" + p + " " : "", instr, vector_suffix(n), w.ptx,
+                      operand_list(0, n), n, policy);
   llvm::Type* result =
       n > 1 ? static_cast<llvm::Type*>(llvm::StructType::get(ctx_, std::vector<llvm::Type*>(n, word))) : word;
   llvm::Value* out = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
@@ -135,22 +156,30 @@ llvm::Value* Lowering::predicated_load(llvm::Value* ptr, llvm::Value* pred, llvm
   return b_.CreateBitCast(v, vt);
 }
 
-void Lowering::predicated_store(llvm::Value* ptr, llvm::Value* pred, llvm::Value* v) {
+void Lowering::predicated_store(llvm::Value* ptr, llvm::Value* pred, llvm::Value* v, const AccessHints& hints) {
   Words w = words(v->getType());
   llvm::Type* word = w.type;
   unsigned n = w.count;
   llvm::Value* as_words =
       b_.CreateBitCast(v, n > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, n)) : word);
-  // The address $0, the n words $1..$n, the predicate $n+1.
-  std::string text = fmt::format("@${} st.global{}.{} [$0], {};", n + 1, vector_suffix(n), w.ptx, operand_list(1, n));
+  // The address $0, the n words $1..$n, then the predicate and the cache policy, those there are.
   std::string constraints = "l";
   std::vector<llvm::Value*> args{ptr};
   for (unsigned i = 0; i < n; ++i) {
     constraints += std::string(",") + w.constraint;
     args.push_back(n > 1 ? b_.CreateExtractElement(as_words, i) : as_words);
   }
-  constraints += ",b";
-  args.push_back(pred);
+  auto operand = [&](llvm::Value* x, const char* c) {
+    args.push_back(x);
+    constraints += std::string(",") + c;
+    return fmt::format("${}", args.size() - 1);
+  };
+  const std::string p = pred ? "@" + operand(pred, "b") + " " : "";
+  const std::string policy = hints.policy ? ", " + operand(hints.policy, "l") : "";
+  const std::string instr =
+      "st.global" + (hints.cop.empty() ? "" : "." + hints.cop) + (hints.policy ? ".L2::cache_hint" : "");
+  std::string text =
+      fmt::format("{}{}{}.{} [$0], {}{};", p, instr, vector_suffix(n), w.ptx, operand_list(1, n), policy);
   inline_ptx(text, constraints, b_.getVoidTy(), args, /*side_effects=*/true);
 }
 
@@ -168,11 +197,14 @@ Regs Lowering::lower_load(const ir::Op& op) {
   unsigned bytes = static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(et));
   // A predicated load leaves masked-off elements unset when nobody reads them (MaskedLanes.h).
   const bool other_read = !unread_masked_lanes_.count(&op);
+  // Cache hints need the PTX instruction, masked or not; where it cannot be written (1-byte and
+  // pointer elements) they are dropped, but for volatile, which LLVM's load keeps.
+  const AccessHints hints = access_hints(op);
   Regs out;
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
     llvm::Type* vt =
         vec > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec))) : et;
-    const bool one_instruction = mask && predicated_access_ok(vt);
+    const bool one_instruction = (mask || hints.any()) && predicated_access_ok(vt);
     llvm::Value* fallback = nullptr;
     if (mask && (other_read || !one_instruction)) {
       fallback = llvm::UndefValue::get(vt);
@@ -183,10 +215,10 @@ Regs Lowering::lower_load(const ir::Op& op) {
     }
     llvm::Value* v;
     if (one_instruction) {
-      v = predicated_load(ptrs[r], (*mask)[r], fallback, vt);
+      v = predicated_load(ptrs[r], mask ? (*mask)[r] : nullptr, fallback, vt, hints);
     } else {
       v = predicated(mask ? (*mask)[r] : nullptr, fallback, [&] {
-        return b_.CreateAlignedLoad(vt, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)));
+        return b_.CreateAlignedLoad(vt, ptrs[r], llvm::Align(bytes * static_cast<unsigned>(vec)), hints.is_volatile);
       });
     }
     for (int j = 0; j < vec; ++j)
@@ -208,6 +240,7 @@ void Lowering::lower_store(const ir::Op& op) {
   const Regs* mask = op.operands.size() > 2 ? &get(op.operands[2]) : nullptr;
   unsigned bytes = static_cast<unsigned>(mod_->getDataLayout().getTypeAllocSize(et));
   Owned mine = owned(vt_ir);
+  const AccessHints hints = access_hints(op);  // dropped where the PTX cannot be written, as loads'
   for (int64_t r64 : mine.regs) {
     if (r64 % vec) continue;  // inside a vector stored from its first register
     size_t r = static_cast<size_t>(r64);
@@ -220,8 +253,8 @@ void Lowering::lower_store(const ir::Op& op) {
     } else {
       v = to_memory(vals[r]);
     }
-    if (pred && predicated_access_ok(v->getType())) {
-      predicated_store(ptrs[r], pred, v);
+    if ((pred || hints.any()) && predicated_access_ok(v->getType())) {
+      predicated_store(ptrs[r], pred, v, hints);
       continue;
     }
     predicated(pred, nullptr, [&] {
@@ -272,16 +305,24 @@ Regs Lowering::lower_atomic(const ir::Op& op) {
   Owned o = owned(rt);
   Regs out(ptrs.size(), llvm::Constant::getNullValue(et));
   llvm::Value* zero = llvm::Constant::getNullValue(et);
-  // Acquire-release at GPU scope, as Triton's atomics: LLVM 19's NVPTX backend emits relaxed
-  // atom instructions whatever the ordering asked, so the PTX memory model's release and acquire
-  // patterns are built around them: a fence.acq_rel.gpu before the op's atoms (plain stores
-  // before it become visible first) and one after (plain loads after it see what the atoms
-  // observed). A spin lock of atomic_cas and atomic_xchg then guards plain loads and stores.
-  gpu_fence();
+  // The op's order (default: acquire-release at GPU scope, as Triton's atomics). LLVM 19's NVPTX
+  // backend emits relaxed atom instructions whatever the ordering asked, so the PTX memory
+  // model's release and acquire patterns are built around relaxed atoms: a fence.acq_rel at the
+  // op's scope before its atoms for release (plain stores before it become visible first) and one
+  // after for acquire (plain loads after it see what the atoms observed). A spin lock of
+  // atomic_cas and atomic_xchg then guards plain loads and stores. The atoms themselves are
+  // LLVM's at GPU scope (stronger than CTA scope, so right for it too) or, at system scope, PTX's
+  // atom.relaxed.sys (ir::atomic_scope_problem lists the types that have one).
+  const std::string sem = op.has_attr("sem") ? op.attr_str("sem") : "acq_rel";
+  const std::string scope = op.has_attr("scope") ? op.attr_str("scope") : "gpu";
+  if (scope == "sys" && rt.dtype() == DType::bf16 && opts_.arch.rfind("sm_8", 0) == 0)
+    unsupported(op, "bf16 at system scope before sm_90 (atom.add.noftz.bf16 needs sm_90) is");
+  if (sem == "acq_rel" || sem == "release") fence(scope);
   for (int64_t r64 : o.regs) {
     size_t r = static_cast<size_t>(r64);
     llvm::Value* pred = owner_and(o, mask ? (*mask)[r] : nullptr);
     out[r] = predicated(pred, zero, [&]() -> llvm::Value* {
+      if (scope == "sys") return system_atom(kind, rt.dtype(), ptrs[r], cas ? (*cmps)[r] : nullptr, vals[r]);
       if (cas) {
         auto* x = b_.CreateAtomicCmpXchg(ptrs[r], as_int((*cmps)[r]), as_int(vals[r]), align, order,
                                          llvm::AtomicOrdering::Monotonic);
@@ -291,14 +332,43 @@ Regs Lowering::lower_atomic(const ir::Op& op) {
       return b_.CreateAtomicRMW(bop, ptrs[r], vals[r], align, order);
     });
   }
-  gpu_fence();
+  if (sem == "acq_rel" || sem == "acquire") fence(scope);
   if (!o.pred && static_cast<int64_t>(o.regs.size()) == num_regs(res)) return out;
   return from_owners(op, out, rt);
 }
 
-void Lowering::gpu_fence() {
-  auto* fn = llvm::FunctionType::get(b_.getVoidTy(), false);
-  b_.CreateCall(llvm::InlineAsm::get(fn, "fence.acq_rel.gpu;", "~{memory}", /*hasSideEffects=*/true));
+void Lowering::fence(const std::string& scope) {
+  inline_ptx("fence.acq_rel." + scope + ";", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
+}
+
+llvm::Value* Lowering::system_atom(const std::string& kind, DType t, llvm::Value* ptr, llvm::Value* cmp,
+                                   llvm::Value* v) {
+  const int bits = bit_width(t);
+  const bool flt = is_float(t);
+  // The instruction's type: add takes the value's own (.u64 for s64 too: the same bits), max and
+  // min their signedness, the bitwise ops, exchange and compare-and-swap bits.
+  std::string type;
+  if (kind == "add")
+    type = t == DType::f16 ? "noftz.f16" : t == DType::bf16 ? "noftz.bf16" : flt ? name(t) : "u" + std::to_string(bits);
+  else if (kind == "max" || kind == "min")
+    type = (is_unsigned(t) ? "u" : "s") + std::to_string(bits);
+  else
+    type = "b" + std::to_string(bits);
+  const std::string instr = kind == "xchg" ? "exch" : kind;
+  const char* c = bits == 16 ? "h" : bits == 64 ? (t == DType::f64 ? "d" : "l") : (t == DType::f32 ? "f" : "r");
+  llvm::Type* et = v->getType();
+  llvm::Type* reg = bits == 16 ? b_.getInt16Ty() : et;  // 16-bit floats travel as b16 registers
+  auto in = [&](llvm::Value* x) { return bits == 16 ? b_.CreateBitCast(x, reg) : x; };
+  std::vector<llvm::Value*> args{ptr, in(v)};
+  std::string operands = "$0, [$1], $2", constraints = std::string("=") + c + ",l," + c;
+  if (cmp) {
+    args = {ptr, in(cmp), in(v)};
+    operands = "$0, [$1], $2, $3";
+    constraints += std::string(",") + c;
+  }
+  llvm::Value* old = inline_ptx(fmt::format("atom.relaxed.sys.global.{}.{} {};", instr, type, operands),
+                                constraints + ",~{memory}", reg, args, /*side_effects=*/true);
+  return bits == 16 ? b_.CreateBitCast(old, et) : old;
 }
 
 }  // namespace tiledsl::codegen

@@ -206,10 +206,18 @@ V fma(V a, V b, V c, const SourceLoc& loc) { return B.fma(a, b, c, L); }
 V math(const char* fn, V a, const SourceLoc& loc) { return B.math(fn, a, L); }
 std::string type_str(V v) { return v->type.str(); }
 V math(const char* fn, V a, V b, const SourceLoc& loc) { return B.math(fn, a, b, L); }
-V load(V p, V mask, V other, const SourceLoc& loc) { return B.load(p, mask, other, L); }
-void store(V p, V v, V mask, const SourceLoc& loc) { B.store(p, v, mask, L); }
-V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc) { return B.atomic_rmw(kind, p, v, mask, L); }
-V atomic_cas(V p, V cmp, V v, const SourceLoc& loc) { return B.atomic_cas(p, cmp, v, L); }
+V load(V p, V mask, V other, const SourceLoc& loc, const char* cache, const char* eviction, bool is_volatile) {
+  return B.load(p, mask, other, L, {cache, eviction, is_volatile});
+}
+void store(V p, V v, V mask, const SourceLoc& loc, const char* cache, const char* eviction) {
+  B.store(p, v, mask, L, {cache, eviction});
+}
+V atomic_rmw(const char* kind, V p, V v, V mask, const SourceLoc& loc, const char* sem, const char* scope) {
+  return B.atomic_rmw(kind, p, v, mask, L, sem, scope);
+}
+V atomic_cas(V p, V cmp, V v, const SourceLoc& loc, const char* sem, const char* scope) {
+  return B.atomic_cas(p, cmp, v, L, sem, scope);
+}
 V dot(V a, V b, V acc, const SourceLoc& loc, const char* input_precision) {
   return B.dot(a, b, acc, L, input_precision);
 }

@@ -308,7 +308,28 @@ Value* conform_mask(Builder& b, Value* mask, Value* ptr, const Location& loc, co
 }
 }  // namespace
 
-Value* Builder::load(Value* ptr, Value* mask, Value* other, const Location& loc) {
+namespace {
+// The attributes of `h` on a load (`store` false) or store, checked.
+Attrs hint_attrs(const Builder& b, const MemoryHints& h, bool store, const Location& loc) {
+  const char* op = store ? "store" : "load";
+  Attrs a;
+  if (!h.cache.empty()) {
+    const std::vector<std::string> ok =
+        store ? std::vector<std::string>{"wb", "cg", "cs", "wt"} : std::vector<std::string>{"ca", "cg", "cv"};
+    if (std::find(ok.begin(), ok.end(), h.cache) == ok.end())
+      b.fail(loc, op, fmt::format("cache modifier '{}' is not one of a {}'s ({})", h.cache, op, fmt::join(ok, ", ")));
+    a["cache"] = h.cache;
+  }
+  if (!h.eviction.empty()) a["eviction"] = h.eviction;
+  if (h.is_volatile) {
+    if (a.size()) b.fail(loc, op, "a volatile load takes no cache modifier or eviction policy (ld.volatile has none)");
+    a["volatile"] = int64_t{1};
+  }
+  return a;
+}
+}  // namespace
+
+Value* Builder::load(Value* ptr, Value* mask, Value* other, const Location& loc, const MemoryHints& hints) {
   if (!ptr->type.element().is_pointer())
     fail(loc, "load", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
   if (other && !mask) fail(loc, "load", "'other' needs a mask: it is the value of the masked-off elements");
@@ -323,10 +344,10 @@ Value* Builder::load(Value* ptr, Value* mask, Value* other, const Location& loc)
     other = broadcast_to(cast(other, elem, loc), shape_of(ptr), loc, "load");
     operands.push_back(other);
   }
-  return make(OpKind::Load, operands, result, {}, loc);
+  return make(OpKind::Load, operands, result, hint_attrs(*this, hints, false, loc), loc);
 }
 
-void Builder::store(Value* ptr, Value* v, Value* mask, const Location& loc) {
+void Builder::store(Value* ptr, Value* v, Value* mask, const Location& loc, const MemoryHints& hints) {
   if (!ptr->type.element().is_pointer())
     fail(loc, "store", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
   if (v->type.element().is_pointer()) fail(loc, "store", fmt::format("cannot store pointers ({})", ty(v)));
@@ -342,10 +363,21 @@ void Builder::store(Value* ptr, Value* v, Value* mask, const Location& loc) {
   v = broadcast_to(cast(v, ptr->type.pointee().dtype(), loc), shape_of(ptr), loc, "store");
   std::vector<Value*> operands{ptr, v};
   if (mask) operands.push_back(mask);
-  create(OpKind::Store, operands, {}, {}, loc);
+  create(OpKind::Store, operands, {}, hint_attrs(*this, hints, true, loc), loc);
 }
 
-Value* Builder::atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value* mask, const Location& loc) {
+namespace {
+// The sem and scope attributes of an atomic, the defaults left out.
+Attrs atomic_order(const std::string& sem, const std::string& scope) {
+  Attrs a;
+  if (!sem.empty() && sem != "acq_rel") a["sem"] = sem;
+  if (!scope.empty() && scope != "gpu") a["scope"] = scope;
+  return a;
+}
+}  // namespace
+
+Value* Builder::atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value* mask, const Location& loc,
+                           const std::string& sem, const std::string& scope) {
   std::string op = "atomic_" + kind;
   if (!ptr->type.element().is_pointer())
     fail(loc, op, fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
@@ -354,21 +386,28 @@ Value* Builder::atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value*
     fail(loc, op, fmt::format("needs integer memory, got {}", ty(ptr)));
   if (elem == DType::i1 || bit_width(elem) < 16)
     fail(loc, op, fmt::format("unsupported element type {} (atomics need 16, 32 or 64 bits)", name(elem)));
+  if (std::string problem = atomic_scope_problem(kind, elem, scope); !problem.empty()) fail(loc, op, problem);
   mask = conform_mask(*this, mask, ptr, loc, op.c_str());
   v = broadcast_to(cast(v, elem, loc), shape_of(ptr), loc, op.c_str());
   std::vector<Value*> operands{ptr, v};
   if (mask) operands.push_back(mask);
-  return make(OpKind::AtomicRMW, operands, ptr->type.with_element(ptr->type.pointee()), {{"kind", kind}}, loc);
+  Attrs attrs = atomic_order(sem, scope);
+  attrs["kind"] = kind;
+  return make(OpKind::AtomicRMW, operands, ptr->type.with_element(ptr->type.pointee()), attrs, loc);
 }
 
-Value* Builder::atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc) {
+Value* Builder::atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc, const std::string& sem,
+                           const std::string& scope) {
   if (!ptr->type.element().is_pointer())
     fail(loc, "atomic_cas", fmt::format("expects a pointer or a tile of pointers, got {}", ty(ptr)));
   DType elem = ptr->type.pointee().dtype();
   if (bit_width(elem) < 16) fail(loc, "atomic_cas", fmt::format("unsupported element type {}", name(elem)));
+  if (std::string problem = atomic_scope_problem("cas", elem, scope); !problem.empty())
+    fail(loc, "atomic_cas", problem);
   cmp = broadcast_to(cast(cmp, elem, loc), shape_of(ptr), loc, "atomic_cas");
   v = broadcast_to(cast(v, elem, loc), shape_of(ptr), loc, "atomic_cas");
-  return make(OpKind::AtomicCAS, {ptr, cmp, v}, ptr->type.with_element(ptr->type.pointee()), {}, loc);
+  return make(OpKind::AtomicCAS, {ptr, cmp, v}, ptr->type.with_element(ptr->type.pointee()), atomic_order(sem, scope),
+              loc);
 }
 
 Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc, const std::string& input_precision) {

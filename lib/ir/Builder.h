@@ -10,6 +10,14 @@
 
 namespace tiledsl::ir {
 
+// Cache hints of a load or store (empty: none): Triton's cache_modifier ("ca", "cg", "cv" for
+// loads; "wb", "cg", "cs", "wt" for stores), eviction_policy ("evict_first", "evict_last") and,
+// on loads, volatile.
+struct MemoryHints {
+  std::string cache, eviction;
+  bool is_volatile = false;
+};
+
 class Builder {
  public:
   explicit Builder(Function& f) : f_(f), block_(&f.body) {}
@@ -54,10 +62,14 @@ class Builder {
   Value* fma(Value* a, Value* b, Value* c, const Location& loc);
   Value* addptr(Value* p, Value* offset, const Location& loc);
 
-  Value* load(Value* ptr, Value* mask, Value* other, const Location& loc);
-  void store(Value* ptr, Value* v, Value* mask, const Location& loc);
-  Value* atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value* mask, const Location& loc);
-  Value* atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc);
+  Value* load(Value* ptr, Value* mask, Value* other, const Location& loc, const MemoryHints& hints = {});
+  void store(Value* ptr, Value* v, Value* mask, const Location& loc, const MemoryHints& hints = {});
+  // `sem` ("relaxed", "acquire", "release", "acq_rel") and `scope` ("cta", "gpu", "sys"): empty
+  // for the default, acq_rel at gpu scope, which is then not recorded.
+  Value* atomic_rmw(const std::string& kind, Value* ptr, Value* v, Value* mask, const Location& loc,
+                    const std::string& sem = "", const std::string& scope = "");
+  Value* atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc, const std::string& sem = "",
+                    const std::string& scope = "");
 
   // `input_precision` ("ieee", "tf32", "tf32x3"; empty: Triton's default, tf32) is recorded on
   // dots of f32 operands; f16 and bf16 values are exact in tf32, so it is dropped for them.

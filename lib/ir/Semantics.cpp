@@ -255,4 +255,16 @@ float round_to_tf32(float x) {
   return x;
 }
 
+std::string atomic_scope_problem(const std::string& kind, DType d, const std::string& scope) {
+  if (scope != "sys") return "";
+  const int bits = bit_width(d);
+  if (is_int(d) && (bits == 32 || bits == 64)) return "";
+  if ((d == DType::f32 || d == DType::f64) && (kind == "add" || kind == "xchg" || kind == "cas")) return "";
+  if ((d == DType::f16 || d == DType::bf16) && kind == "add") return "";
+  return fmt::format(
+      "{} on {} has no system-scope atomic instruction (32- and 64-bit integers, f32 and f64 add, "
+      "xchg and cas, f16 and bf16 add have one)",
+      kind, name(d));
+}
+
 }  // namespace tiledsl::ir

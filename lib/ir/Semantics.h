@@ -36,6 +36,11 @@ double int_to_float(DType from, int64_t x, DType to);
 // infinity); infinities and NaN unchanged. What dot's input_precision tf32 and tf32x3 apply to
 // f32 inputs.
 float round_to_tf32(float x);
+// Why an atomic `kind` ("add", ..., "xchg", "cas") on elements of `d` cannot run at `scope`, or
+// empty: at system scope the GPU has atom instructions for 32- and 64-bit integers, f32 and f64
+// add, exchange and compare-and-swap, and f16 and bf16 add (the other combinations run as
+// compare-and-swap loops, which only the GPU-scope path builds).
+std::string atomic_scope_problem(const std::string& kind, DType d, const std::string& scope);
 // The accumulator's (and result's) dtype of a dot of `in` inputs: i32 for i8, f32 otherwise.
 inline DType dot_accumulator(DType in) { return in == DType::i8 ? DType::i32 : DType::f32; }
 

@@ -349,6 +349,11 @@ class Verifier {
              "result must be the pointee of the pointers");
         mask(o, 1);
         if (o.operands.size() > 2) rule(ty(2) == res(0), "other must have the result type");
+        if (o.has_attr("volatile")) {
+          expect(o.attr_int("volatile") == 1, o, "volatile is 1 when present");
+          expect(!o.has_attr("cache") && !o.has_attr("eviction"), o,
+                 "a volatile load takes no cache modifier or eviction policy");
+        }
         break;
       case OpKind::Store:
         rule(is_ptr(ty(0)) && ty(1) == ty(0).with_element(ty(0).pointee()), "value must match the pointers");
@@ -361,6 +366,10 @@ class Verifier {
         rule(bit_width(e) >= 16, "atomics need 16, 32 or 64-bit elements");
         const std::string& kind = o.attr_str("kind");
         if (kind == "and" || kind == "or" || kind == "xor") rule(is_int(e), "bitwise atomics need integer memory");
+        if (o.has_attr("scope")) {
+          std::string problem = atomic_scope_problem(kind, e, o.attr_str("scope"));
+          expect(problem.empty(), o, problem);
+        }
         mask(o, 2);
         break;
       }
@@ -368,6 +377,10 @@ class Verifier {
         rule(is_ptr(ty(0)) && ty(1) == res(0) && ty(2) == res(0) && res(0) == ty(0).with_element(ty(0).pointee()) &&
                  bit_width(res(0).dtype()) >= 16,
              "compare value, new value and result must match the pointers (16, 32 or 64 bits)");
+        if (o.has_attr("scope")) {
+          std::string problem = atomic_scope_problem("cas", res(0).dtype(), o.attr_str("scope"));
+          expect(problem.empty(), o, problem);
+        }
         break;
       case OpKind::Dot: {
         const auto &a = ty(0).shape(), &b = ty(1).shape();

@@ -123,7 +123,8 @@ std::pair<std::vector<Op*>, size_t> loads_feeding_dots(Block& body) {
   size_t first_dot = body.ops.size();
   for (size_t i = 0; i < body.ops.size(); ++i) {
     Op* op = body.ops[i].get();
-    if (op->kind == OpKind::Load && op->result()->type.is_tile()) {
+    // A volatile load reads memory where it is written, so it is not moved to an iteration ahead.
+    if (op->kind == OpKind::Load && op->result()->type.is_tile() && !op->has_attr("volatile")) {
       from[op->result()].insert(op);
       continue;
     }

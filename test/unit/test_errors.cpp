@@ -396,6 +396,36 @@ TEST_CASE("tl::return_if on a tile", "[error]") {
                       err("return_tile", "return_if: condition must be a boolean scalar, got tile<16xi1>"));
 }
 
+TEST_CASE("a system-scope atomic that the GPU has no instruction for", "[error]") {
+  auto k = tl::kernel("sys_max", {"x"}, [](tl::Ptr<float> x) {
+    MARK; tl::atomic_max(x, 1.0f, {.scope = tl::Scope::sys});
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("sys_max", "atomic_max: max on f32 has no system-scope atomic instruction (32- and 64-bit "
+                                     "integers, f32 and f64 add, xchg and cas, f16 and bf16 add have one)"));
+}
+
+TEST_CASE("a store with a load's cache modifier", "[error]") {
+  auto k = tl::kernel("store_ca", {"x"}, [](tl::Ptr<float> x) {
+    MARK; tl::store(x + tl::arange(0, 16), 1.0f, {.cache = tl::Cache::ca});
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("store_ca", "store: cache modifier 'ca' is not one of a store's (wb, cg, cs, wt)"));
+}
+
+TEST_CASE("a volatile load with a cache modifier", "[error]") {
+  auto k = tl::kernel("volatile_cg", {"x"}, [](tl::Ptr<float> x) {
+    MARK; auto v = tl::load(x + tl::arange(0, 16), {.cache = tl::Cache::cg, .is_volatile = true});
+    tl::store(x + tl::arange(0, 16), v);
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("volatile_cg", "load: a volatile load takes no cache modifier or eviction policy "
+                                         "(ld.volatile has none)"));
+}
+
 TEST_CASE("tl::range with a tile as its bound", "[error]") {
   auto k = tl::kernel("range_tile", {"x"}, [](tl::Ptr<float> x) {
     auto offs = tl::arange(0, 16);
