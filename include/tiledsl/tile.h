@@ -278,7 +278,8 @@ void device_assert(V cond, const std::string& msg, const SourceLoc& loc);
 void assume(V cond, const SourceLoc& loc);
 void static_check(bool cond, const std::string& msg, const SourceLoc& loc);
 [[noreturn]] void fail(const char* op, const std::string& msg, const SourceLoc& loc);
-void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc);
+void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc, int num_stages = 0,
+              int unroll = 0);
 void if_else(V cond, const std::function<void()>& then_fn, const std::function<void()>& else_fn, const SourceLoc& loc);
 void while_loop(const std::function<V()>& cond, const std::function<void()>& body, const SourceLoc& loc);
 void return_if(V cond, const SourceLoc& loc);
@@ -1218,8 +1219,16 @@ void device_print(const Print& p, const Tile<Ts>&... xs) {
 // --- Control flow ---------------------------------------------------------------------------
 // for (iv = lo; iv < hi; iv += step) body(iv). Variables the body assigns become loop-carried
 // values: the body is traced twice, once to find them and once to build the loop.
+// The options of one loop, Triton's tl.range(..., num_stages=, loop_unroll_factor=); 0 leaves
+// each as it is: num_stages for this loop's software pipelining instead of the launch's, and
+// how many copies of the body LLVM's unroller makes.
+struct RangeOptions {
+  int num_stages = 0;
+  int unroll = 0;
+};
 template <class Body>
-void range(const IntArg& lo, const IntArg& hi, const IntArg& step, Body&& body, TILEDSL_LOC) {
+void range(const IntArg& lo, const IntArg& hi, const IntArg& step, const RangeOptions& options, Body&& body,
+           TILEDSL_LOC) {
   detail::for_loop(
       lo.v, hi.v, step.v,
       [&](detail::V iv) {
@@ -1235,7 +1244,11 @@ void range(const IntArg& lo, const IntArg& hi, const IntArg& step, Body&& body, 
             body(Tile<int64_t>(detail::cast(iv, DType::i64, loc)));
         }
       },
-      loc);
+      loc, options.num_stages, options.unroll);
+}
+template <class Body>
+void range(const IntArg& lo, const IntArg& hi, const IntArg& step, Body&& body, TILEDSL_LOC) {
+  range(lo, hi, step, RangeOptions{}, std::forward<Body>(body), loc);
 }
 template <class Body>
 void range(const IntArg& lo, const IntArg& hi, Body&& body, TILEDSL_LOC) {

@@ -94,7 +94,19 @@ void Lowering::lower_for(const ir::Op& op) {
     llvm::Value* last = b_.CreateICmpEQ(stage, b_.getInt32(static_cast<uint32_t>(count - 1)));
     stage->addIncoming(b_.CreateSelect(last, b_.getInt32(0), b_.CreateAdd(stage, b_.getInt32(1))), latch);
   }
-  b_.CreateBr(header);
+  llvm::BranchInst* back = b_.CreateBr(header);
+  // tl::RangeOptions::unroll: the loop's metadata asks LLVM's unroller for that many copies (the
+  // loop ID is a node that names itself, as LLVM's loop metadata must).
+  if (op.has_attr("unroll")) {
+    llvm::Metadata* count[] = {
+        llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
+        llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(op.attr_int("unroll"))))};
+    llvm::MDNode* unroll = llvm::MDNode::get(ctx_, count);
+    llvm::Metadata* id[] = {nullptr, unroll};
+    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, id);
+    loop_id->replaceOperandWith(0, loop_id);
+    back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+  }
   iv->addIncoming(next, latch);
   for (size_t i = 0; i < phis.size(); ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yielded[i][r], latch);

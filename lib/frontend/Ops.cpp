@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "frontend/Trace.h"
+#include "ir/Verifier.h"
 #include "support/Error.h"
 #include "tiledsl/tile.h"
 
@@ -316,8 +317,13 @@ void yield_carried(ir::Builder& b, const std::vector<std::pair<Handle*, V>>& car
 }
 }  // namespace
 
-void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc) {
+void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const SourceLoc& loc, int num_stages,
+              int unroll) {
   auto& b = B;
+  if (num_stages)
+    if (std::string problem = ir::num_stages_problem(num_stages); !problem.empty()) b.fail(L, "range", problem);
+  if (unroll && (unroll < 1 || unroll > ir::kMaxUnroll))
+    b.fail(L, "range", fmt::format("unroll must be from 1 to {}, got {}", ir::kMaxUnroll, unroll));
   // Pass 1: trace into a throw-away loop to learn which live handles the body assigns.
   auto before = snapshot();
   ir::Op* probe = b.begin_for(lo, hi, step, {}, L);
@@ -340,6 +346,8 @@ void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const Sour
   std::vector<V> inits;
   for (auto& c : carried) inits.push_back(c.second);
   ir::Op* loop = b.begin_for(lo, hi, step, inits, L);
+  if (num_stages) loop->attrs["num_stages"] = int64_t{num_stages};
+  if (unroll) loop->attrs["unroll"] = int64_t{unroll};
   ir::Block* region = loop->regions[0].get();
   for (size_t i = 0; i < carried.size(); ++i) HandleAccess::value(carried[i].first) = region->args[i + 1].get();
   inside(b, region, [&] {

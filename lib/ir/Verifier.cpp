@@ -415,6 +415,13 @@ class Verifier {
         expect(o.results.size() == n && o.regions[0]->args.size() == n + 1, o,
                "carries one value per init (the body takes the induction variable and the carried values)");
         rule(o.regions[0]->args[0]->type == ty(0), "the induction variable has the bounds' type");
+        if (o.has_attr("num_stages")) {
+          std::string problem = num_stages_problem(o.attr_int("num_stages"));
+          expect(problem.empty(), o, problem);
+        }
+        if (o.has_attr("unroll"))
+          expect(o.attr_int("unroll") >= 1 && o.attr_int("unroll") <= kMaxUnroll, o,
+                 fmt::format("unroll must be from 1 to {}, got {}", kMaxUnroll, o.attr_int("unroll")));
         auto y = yields(*o.regions[0]);
         expect(y.size() == n, o, fmt::format("the body yields {} values for {} carried", y.size(), n));
         for (size_t i = 0; i < n; ++i)

@@ -25,6 +25,8 @@ inline constexpr int64_t kMaxPhiloxRounds = 64;
 inline constexpr int kMaxNumWarps = 32;
 // Pipeline stages: 1 to 8.
 inline constexpr int kMaxNumStages = 8;
+// The most iterations one unrolled copy of a loop body may hold (tl::RangeOptions::unroll).
+inline constexpr int kMaxUnroll = 64;
 
 // Throws tiledsl::Error naming the op, its location and the broken rule. A kernel whose tiles
 // have layouts (all of them, or none) is held to the layouts' rules too (ir/LayoutHooks.h):

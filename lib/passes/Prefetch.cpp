@@ -197,8 +197,12 @@ bool deep(const Block& body, const Op* load, const PrefetchOptions& opts, const 
   return any;
 }
 
-void prefetch_loop(Op& loop, Block& parent, const PrefetchOptions& opts, const AxisInfoMap& info,
+void prefetch_loop(Op& loop, Block& parent, const PrefetchOptions& launch_opts, const AxisInfoMap& info,
                    std::vector<std::unique_ptr<Op>>& erased) {
+  // The loop's own num_stages (tl::RangeOptions) replaces the launch's.
+  PrefetchOptions opts = launch_opts;
+  if (loop.has_attr("num_stages")) opts.num_stages = static_cast<int>(loop.attr_int("num_stages"));
+  if (opts.num_stages < 2) return;
   Block& body = *loop.regions[0];
   auto [loads, first_dot] = loads_feeding_dots(body);
   // Layouts are assigned after this pass; a kernel that has them already is left alone.
@@ -278,7 +282,11 @@ void visit(Block& b, const PrefetchOptions& opts, const AxisInfoMap& info, std::
 }  // namespace
 
 void prefetch_loads(ir::Function& f, const PrefetchOptions& opts) {
-  if (opts.num_stages < 2) return;
+  bool any = opts.num_stages >= 2;
+  ir::walk(f.body, [&](const Op* op) {
+    any = any || (op->kind == OpKind::For && op->has_attr("num_stages") && op->attr_int("num_stages") >= 2);
+  });
+  if (!any) return;
   std::vector<std::unique_ptr<Op>> erased;
   // The loads' contiguity, computed once on the kernel as it comes: the loads rebuilt for other
   // iterations reach the same addresses plus a multiple of the step.

@@ -2,10 +2,14 @@
 // tiles, a spin lock), tl::return_if (Triton's early `return`) and tl::debug_barrier, on both
 // backends (TILEDSL_BACKEND=gpu runs these [interp] cases on the GPU), against host references.
 #include <algorithm>
+#include <random>
+#include <sstream>
 
 #include "ops_util.h"
 
 using namespace opt;
+using tl::_;
+using tl::newaxis;
 
 namespace {
 constexpr int kGroups = 3, kBlock = 64;
@@ -185,4 +189,89 @@ TEST_CASE("while_, return_if and debug_barrier compile to PTX", "[ptx]") {
   CHECK(early.ptx.find("ret;") != std::string::npos);
   for (const auto* k : {&c, &lock, &early})
     if (k->resources_from == "ptxas" || k->resources_from == "driver") CHECK(k->spill_bytes == 0);
+}
+
+namespace {
+// A tiled matmul whose k loop takes its own pipeline depth (STAGES) and unroll count (UNROLL),
+// both 0 for none, and a scalar loop unrolled by UNROLL; small integers keep every sum exact.
+const tl::Kernel staged_matmul = tl::kernel(
+    "staged_matmul", {"a", "b", "c", "sums", "M", "N", "K", "STAGES", "UNROLL", "BM", "BN", "BK"},
+    [](tl::Ptr<tl::bf16> a, tl::Ptr<tl::bf16> b, tl::Ptr<float> c, tl::Ptr<int32_t> sums, tl::Int M, tl::Int N,
+       tl::Int K, tl::Constexpr STAGES, tl::Constexpr UNROLL, tl::Constexpr BM, tl::Constexpr BN, tl::Constexpr BK) {
+      auto pid = tl::program_id(0);
+      auto grid_n = tl::cdiv(N, BN);
+      auto rm = (pid / grid_n) * BM + tl::arange(0, BM);
+      auto rn = (pid % grid_n) * BN + tl::arange(0, BN);
+      auto rk = tl::arange(0, BK);
+      auto acc = tl::zeros<float>({BM, BN});
+      const tl::RangeOptions options{static_cast<int>(STAGES.value()), static_cast<int>(UNROLL.value())};
+      tl::range(0, tl::cdiv(K, BK), 1, options, [&](tl::Int kb) {
+        auto k = kb * BK + rk;
+        auto x = tl::load(a + rm(_, newaxis) * K + k(newaxis, _), (rm(_, newaxis) < M) & (k(newaxis, _) < K), 0);
+        auto y = tl::load(b + k(_, newaxis) * N + rn(newaxis, _), (k(_, newaxis) < K) & (rn(newaxis, _) < N), 0);
+        acc = tl::dot(x, y, acc);
+      });
+      tl::store(c + rm(_, newaxis) * N + rn(newaxis, _), acc, (rm(_, newaxis) < M) & (rn(newaxis, _) < N));
+      tl::Int total = 0;
+      tl::range(0, K, 1, {.unroll = static_cast<int>(UNROLL.value())}, [&](tl::Int i) { total = total * 3 + i; });
+      tl::store(sums + pid, total);
+    });
+}  // namespace
+
+TEST_CASE("tl::range's num_stages and unroll keep the loop's results", "[interp]") {
+  const int M = 77, N = 91, K = 203, BM = 64, BN = 64, BK = 32;
+  std::mt19937 rng(941);
+  std::uniform_int_distribution<int> pick(-3, 3);
+  std::vector<float> fa(M * K), fb(K * N);
+  for (float& v : fa) v = static_cast<float>(pick(rng));
+  for (float& v : fb) v = static_cast<float>(pick(rng));
+  auto to_bf16 = [](const std::vector<float>& v, std::vector<int64_t> shape) {
+    std::vector<tl::bf16> h(v.begin(), v.end());
+    return tensor<tl::bf16>(h, std::move(shape));
+  };
+  auto at = to_bf16(fa, {M, K}), bt = to_bf16(fb, {K, N});
+  std::vector<float> want(M * N, 0.0f);
+  for (int m = 0; m < M; ++m)
+    for (int k = 0; k < K; ++k)
+      for (int n = 0; n < N; ++n) want[m * N + n] += fa[m * K + k] * fb[k * N + n];
+  int32_t total = 0;
+  for (int i = 0; i < K; ++i)
+    total = static_cast<int32_t>(static_cast<uint32_t>(total) * 3u + static_cast<uint32_t>(i));
+  const int programs = tl::cdiv(M, BM) * tl::cdiv(N, BN);
+  for (int launch_stages : {1, 3})
+    for (int stages : {0, 1, 2, 4})
+      for (int unroll : {0, 1, 3}) {
+        INFO("launch num_stages " << launch_stages << ", loop num_stages " << stages << ", unroll " << unroll);
+        auto c = poison<float>({M, N});
+        auto sums = poison<int32_t>({programs});
+        staged_matmul[tl::grid(programs)].options({.num_warps = 4, .num_stages = launch_stages})(
+            at, bt, c, sums, M, N, K, stages, unroll, BM, BN, BK);
+        require_equal(host<float>(c), want);
+        require_equal(host<int32_t>(sums), std::vector<int32_t>(programs, total));
+      }
+}
+
+// The loop's num_stages replaces the launch's: cp.async ring buffers appear with it and go
+// without it; unroll leaves several copies of the body.
+TEST_CASE("tl::range's num_stages decides the loop's pipelining", "[ptx]") {
+  const tl::Device cpu = tl::Device::cpu;
+  auto compile = [&](int launch_stages, int stages, int unroll) {
+    return staged_matmul.compile(tl::LaunchOptions{.num_warps = 4, .num_stages = launch_stages},
+                                 tl::Tensor::zeros({64, 64}, tl::DType::bf16, cpu),
+                                 tl::Tensor::zeros({64, 64}, tl::DType::bf16, cpu),
+                                 tl::Tensor::zeros({64, 64}, tl::DType::f32, cpu),
+                                 tl::Tensor::zeros({1}, tl::DType::i32, cpu), 64, 64, 64, stages, unroll, 64, 64, 32);
+  };
+  CHECK(compile(1, 3, 0).ptx.find("cp.async") != std::string::npos);
+  CHECK(compile(3, 1, 0).ptx.find("cp.async") == std::string::npos);
+  CHECK(compile(3, 0, 0).ptx.find("cp.async") != std::string::npos);
+  // The scalar loop's body multiplies by 3: three copies of it multiply by 27.
+  auto times_27 = [](const std::string& ptx) {
+    std::istringstream lines(ptx);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("mul.lo.s32") != std::string::npos && line.find(", 27;") != std::string::npos) return true;
+    return false;
+  };
+  CHECK(times_27(compile(1, 1, 3).ptx));
+  CHECK_FALSE(times_27(compile(1, 1, 1).ptx));
 }

@@ -426,6 +426,14 @@ TEST_CASE("a volatile load with a cache modifier", "[error]") {
                                          "(ld.volatile has none)"));
 }
 
+TEST_CASE("tl::range with num_stages out of range", "[error]") {
+  auto k = tl::kernel("loop_stages", {"x"}, [](tl::Ptr<float> x) {
+    MARK; tl::range(0, 4, 1, {.num_stages = 9}, [&](tl::Int i) { tl::store(x + i, 1.0f); });
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x), err("loop_stages", "range: num_stages must be from 1 to 8, got 9"));
+}
+
 TEST_CASE("tl::range with a tile as its bound", "[error]") {
   auto k = tl::kernel("range_tile", {"x"}, [](tl::Ptr<float> x) {
     auto offs = tl::arange(0, 16);
