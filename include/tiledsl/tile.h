@@ -727,6 +727,16 @@ template <class T>
 Tile<T> minimum(const Tile<T>& a, const Tile<T>& b, PropagateNan p, TILEDSL_LOC) {
   return detail::with_nans(a, b, Tile<T>(detail::binary(BinOp::min, a.value(), b.value(), loc)), p, loc);
 }
+// Triton's clamp(x, lo, hi, propagate_nan): with PropagateNan::all a NaN in x gives NaN (a NaN
+// bound is undefined there; here it is ignored, as the plain form does).
+template <class T>
+Tile<T> clamp(const Tile<T>& x, const Tile<T>& lo, const Tile<T>& hi, PropagateNan p, TILEDSL_LOC) {
+  Tile<T> r = minimum(maximum(x, lo, loc), hi, loc);
+  if constexpr (!detail::is_float_v<T>)
+    return r;
+  else
+    return p == PropagateNan::all ? Tile<T>(detail::select(isnan(x, loc).value(), x.value(), r.value(), loc)) : r;
+}
 // The high 32 bits of the 64-bit product of two 32-bit integers taken as unsigned (CUDA's
 // __umulhi; Triton's tl.umulhi), in the operands' type.
 template <class T>

@@ -313,9 +313,10 @@ TEST_CASE("reductions with keep_dims, xor_sum, and maximum/minimum propagating N
                         auto how = PROPAGATE ? tl::PropagateNan::all : tl::PropagateNan::none;
                         tl::store(out + offs, tl::maximum(x, y, how), m);
                         tl::store(out + 8 + offs, tl::minimum(x, y, how), m);
+                        tl::store(out + 16 + offs, tl::clamp(x, tl::full<float>({8}, -0.75), y, how), m);
                       });
   for (int propagate : {0, 1}) {
-    auto out = tl::Tensor::zeros({16});
+    auto out = tl::Tensor::zeros({24});
     p[tl::grid(1)](tensor<float>(a), tensor<float>(b), out, propagate);
     auto o = out.to_host<float>();
     for (size_t j = 0; j < a.size(); ++j) {
@@ -328,6 +329,12 @@ TEST_CASE("reductions with keep_dims, xor_sum, and maximum/minimum propagating N
         CHECK((std::isnan(o[j]) ? std::isnan(std::fmax(a[j], b[j])) : o[j] == std::fmax(a[j], b[j])));
         CHECK((std::isnan(o[8 + j]) ? std::isnan(std::fmin(a[j], b[j])) : o[8 + j] == std::fmin(a[j], b[j])));
       }
+      // clamp(x, -0.75, y): a NaN x is NaN with PropagateNan::all; NaN bounds are ignored.
+      const float clamped = std::fmin(std::fmax(a[j], -0.75f), b[j]);
+      if (propagate && std::isnan(a[j]))
+        CHECK(std::isnan(o[16 + j]));
+      else
+        CHECK((std::isnan(o[16 + j]) ? std::isnan(clamped) : o[16 + j] == clamped));
     }
   }
 }
