@@ -522,9 +522,9 @@ Op* Builder::begin_for(Value* lo, Value* hi, Value* step, const std::vector<Valu
   return op;
 }
 
-Op* Builder::begin_if(Value* cond, const Location& loc) {
+Op* Builder::begin_if(Value* cond, const Location& loc, const char* op_name) {
   if (cond->type.is_tile() || cond->type.dtype() != DType::i1 || cond->type.element().is_pointer())
-    fail(loc, "if_", fmt::format("condition must be a boolean scalar, got {}", ty(cond)));
+    fail(loc, op_name, fmt::format("condition must be a boolean scalar, got {}", ty(cond)));
   Op* op = create(OpKind::If, {cond}, {}, {}, loc);
   op->add_region();
   op->add_region();
@@ -547,9 +547,7 @@ void Builder::return_if(Value* cond, const Location& loc) {
     fail(loc, "return_if",
          "an early return is allowed in the kernel's body only, not inside tl::range, tl::while_ or tl::if_ "
          "(assign a flag there and return after the loop or branch)");
-  if (cond->type.is_tile() || cond->type.dtype() != DType::i1 || cond->type.element().is_pointer())
-    fail(loc, "return_if", fmt::format("condition must be a boolean scalar, got {}", ty(cond)));
-  Op* op = begin_if(cond, loc);
+  Op* op = begin_if(cond, loc, "return_if");
   set_block(op->regions[0].get());
   yield({}, loc);
   set_block(op->regions[1].get());

@@ -83,7 +83,8 @@ class Builder {
 
   // Control flow. The caller fills the region blocks and ends them with yield.
   Op* begin_for(Value* lo, Value* hi, Value* step, const std::vector<Value*>& inits, const Location& loc);
-  Op* begin_if(Value* cond, const Location& loc);
+  // `op` names the caller in errors (if_, return_if).
+  Op* begin_if(Value* cond, const Location& loc, const char* op = "if_");
   // A while loop carrying `inits`: its condition region and body take one argument per init.
   Op* begin_while(const std::vector<Value*>& inits, const Location& loc);
   void yield(const std::vector<Value*>& values, const Location& loc);

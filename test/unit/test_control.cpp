@@ -32,19 +32,32 @@ const tl::Kernel collatz = tl::kernel("collatz", {"x", "steps", "peak"},
                                       });
 
 // Triton's `while tl.atomic_cas(lock, 0, 1) == 1: pass`: every program adds its row to its
-// group's partial sums under the group's lock with plain loads and stores.
-const tl::Kernel spin_lock = tl::kernel(
-    "spin_lock", {"x", "partial", "locks", "G", "BLOCK"},
-    [](tl::Ptr<float> x, tl::Ptr<float> partial, tl::Ptr<int32_t> locks, tl::Constexpr G, tl::Constexpr BLOCK) {
-      auto pid = tl::program_id(0);
-      auto cols = tl::arange(0, BLOCK);
-      auto row = tl::load(x + pid * BLOCK + cols);
-      auto g = pid % G;
-      tl::while_([&] { return tl::atomic_cas(locks + g, 0, 1) == 1; }, [] {});
-      auto p = partial + g * BLOCK + cols;
-      tl::store(p, tl::load(p) + row);
-      tl::atomic_xchg(locks + g, 0);
-    });
+// group's partial sums under the group's lock with plain loads and stores. WEAK 0: the
+// atomics' default order (acq_rel); 1: the weakest that make the lock correct, acquire on
+// taking it and release on giving it back.
+const tl::Kernel spin_lock = tl::kernel("spin_lock", {"x", "partial", "locks", "G", "WEAK", "BLOCK"},
+                                        [](tl::Ptr<float> x, tl::Ptr<float> partial, tl::Ptr<int32_t> locks,
+                                           tl::Constexpr G, tl::Constexpr WEAK, tl::Constexpr BLOCK) {
+                                          auto pid = tl::program_id(0);
+                                          auto cols = tl::arange(0, BLOCK);
+                                          auto row = tl::load(x + pid * BLOCK + cols);
+                                          auto g = pid % G;
+                                          const tl::AtomicOptions take{WEAK ? tl::Sem::acquire : tl::Sem::acq_rel};
+                                          const tl::AtomicOptions give{WEAK ? tl::Sem::release : tl::Sem::acq_rel};
+                                          tl::while_([&] { return tl::atomic_cas(locks + g, 0, 1, take) == 1; }, [] {});
+                                          auto p = partial + g * BLOCK + cols;
+                                          tl::store(p, tl::load(p) + row);
+                                          tl::atomic_xchg(locks + g, 0, give);
+                                        });
+
+// A barrier between a load and a store: nothing else in it needs one.
+const tl::Kernel with_barrier = tl::kernel("with_barrier", {"x", "out", "n", "BLOCK"},
+                                           [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
+                                             auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                                             auto v = tl::load(x + offs, offs < n);
+                                             tl::debug_barrier();
+                                             tl::store(out + offs, v + 1, offs < n);
+                                           });
 
 const tl::Kernel early_return =
     tl::kernel("early_return", {"x", "out", "ran", "n", "BLOCK"},
@@ -122,19 +135,22 @@ TEST_CASE("tl::while_ carries tiles, and the condition reads them", "[interp]") 
   require_equal(host<int32_t>(rounds), want_rounds);
 }
 
-// No update may be lost (atomics are acquire-release at GPU scope: docs/language.md).
+// No update may be lost, in either order (docs/language.md).
 TEST_CASE("a spin lock is a tl::while_ of atomic_cas", "[interp]") {
   constexpr int kPrograms = 97;
   auto x = random_eighths<float>(kPrograms * kBlock, 829, -4, 4);
-  auto partial = tensor<float>(std::vector<float>(kGroups * kBlock, 0.0f));
-  auto locks = tensor<int32_t>(std::vector<int32_t>(kGroups, 0));
-  spin_lock[tl::grid(kPrograms)](tensor<float>(x), partial, locks, kGroups, kBlock);
   std::vector<float> want(kGroups * kBlock, 0.0f);
   for (int p = 0; p < kPrograms; ++p)
     for (int c = 0; c < kBlock; ++c) want[(p % kGroups) * kBlock + c] += x[p * kBlock + c];
-  // Sums of eighths of this size are exact in any order.
-  require_equal(host<float>(partial), want);
-  require_equal(host<int32_t>(locks), std::vector<int32_t>(kGroups, 0));
+  for (int weak : {0, 1}) {
+    INFO("weakest orders: " << weak);
+    auto partial = tensor<float>(std::vector<float>(kGroups * kBlock, 0.0f));
+    auto locks = tensor<int32_t>(std::vector<int32_t>(kGroups, 0));
+    spin_lock[tl::grid(kPrograms)](tensor<float>(x), partial, locks, kGroups, weak, kBlock);
+    // Sums of eighths of this size are exact in any order.
+    require_equal(host<float>(partial), want);
+    require_equal(host<int32_t>(locks), std::vector<int32_t>(kGroups, 0));
+  }
 }
 
 TEST_CASE("tl::return_if ends a program early, as Triton's `if ...: return`", "[interp]") {
@@ -159,35 +175,46 @@ TEST_CASE("tl::return_if ends a program early, as Triton's `if ...: return`", "[
 }
 
 TEST_CASE("tl::debug_barrier keeps a kernel's results", "[interp]") {
-  auto k = tl::kernel("with_barrier", {"x", "out", "n", "BLOCK"},
-                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Int n, tl::Constexpr BLOCK) {
-                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-                        auto v = tl::load(x + offs, offs < n);
-                        tl::debug_barrier();
-                        tl::store(out + offs, v + 1, offs < n);
-                      });
   const int n = 517;
   auto x = random_eighths<float>(n, 853, -8, 8);
   auto out = poison<float>({n});
-  k[tl::grid(tl::cdiv(n, 128))](tensor<float>(x), out, n, 128);
+  with_barrier[tl::grid(tl::cdiv(n, 128))](tensor<float>(x), out, n, 128);
   std::vector<float> want(x);
   for (auto& v : want) v += 1;
   require_equal(host<float>(out), want);
 }
 
-// The GPU's code for the loops and exits above, without a GPU: a backward branch for the
-// while loop, the lock's compare-and-swap, the barrier; no spills.
+// The GPU's code for the loops and the barrier above, without a GPU (what they compute is
+// checked on both backends above): the lock's compare-and-swap inside a loop, acquire and
+// release fences only where the weak orders put them, the barrier; no spills.
 TEST_CASE("while_, return_if and debug_barrier compile to PTX", "[ptx]") {
   const tl::Device cpu = tl::Device::cpu;
   auto i32 = [&](int n) { return tl::Tensor::zeros({n}, tl::DType::i32, cpu); };
   auto f32 = [&](int n) { return tl::Tensor::zeros({n}, tl::DType::f32, cpu); };
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t k = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++k;
+    return k;
+  };
   tl::CompiledKernel c = collatz.compile(tl::LaunchOptions{}, i32(8), i32(8), i32(8));
-  CHECK(c.ptx.find("bra") != std::string::npos);
-  tl::CompiledKernel lock = spin_lock.compile(tl::LaunchOptions{}, f32(64), f32(64), i32(3), kGroups, kBlock);
-  CHECK(lock.ptx.find("atom.global.cas.b32") != std::string::npos);
+  tl::CompiledKernel lock = spin_lock.compile(tl::LaunchOptions{}, f32(64), f32(64), i32(3), kGroups, 1, kBlock);
+  const std::string& ptx = lock.ptx;
+  const size_t cas = ptx.find("atom.global.cas.b32");
+  REQUIRE(cas != std::string::npos);
+  // The loop: a branch after the compare-and-swap to a label defined before it.
+  bool back = false;
+  for (size_t at = ptx.find("$L__"); at < cas; at = ptx.find("$L__", at + 1)) {
+    const size_t colon = ptx.find(':', at);
+    if (colon > ptx.find('\n', at)) continue;  // a use of a label, not its definition
+    back = back || ptx.find(ptx.substr(at, colon - at) + ";", cas) != std::string::npos;
+  }
+  CHECK(back);
+  CHECK(ptx.find("fence.acq_rel.gpu") > cas);                                 // acquire: no fence before the first atom
+  CHECK(ptx.rfind("fence.acq_rel.gpu") < ptx.rfind("atom.global.exch.b32"));  // release: none after the last
+  tl::CompiledKernel bar = with_barrier.compile(tl::LaunchOptions{}, f32(64), f32(64), 64, 64);
+  CHECK(count(bar.ptx, "bar.sync") == 1);
   tl::CompiledKernel early = early_return.compile(tl::LaunchOptions{}, f32(64), f32(64), i32(4), 64, 64);
-  CHECK(early.ptx.find("ret;") != std::string::npos);
-  for (const auto* k : {&c, &lock, &early})
+  for (const auto* k : {&c, &lock, &bar, &early})
     if (k->resources_from == "ptxas" || k->resources_from == "driver") CHECK(k->spill_bytes == 0);
 }
 

@@ -33,20 +33,6 @@ const tl::Kernel counter = tl::kernel(
       tl::atomic_add(counts + bin, 1, {static_cast<tl::Sem>(sem.value()), static_cast<tl::Scope>(scope.value())});
     });
 
-// The spin lock with the weakest orders that make it correct: acquire on taking the lock,
-// release on giving it back.
-const tl::Kernel acquire_release_lock = tl::kernel(
-    "acquire_release_lock", {"x", "partial", "locks", "G", "BLOCK"},
-    [](tl::Ptr<float> x, tl::Ptr<float> partial, tl::Ptr<int32_t> locks, tl::Constexpr G, tl::Constexpr BLOCK) {
-      auto pid = tl::program_id(0);
-      auto cols = tl::arange(0, BLOCK);
-      auto row = tl::load(x + pid * BLOCK + cols);
-      auto g = pid % G;
-      tl::while_([&] { return tl::atomic_cas(locks + g, 0, 1, {.sem = tl::Sem::acquire}) == 1; }, [] {});
-      auto p = partial + g * BLOCK + cols;
-      tl::store(p, tl::load(p) + row);
-      tl::atomic_xchg(locks + g, 0, {.sem = tl::Sem::release});
-    });
 // out = 2 x + 1 through a load and a store with the hints given (each a tl::Cache or
 // tl::Eviction as a number), masked where MASKED is 1.
 template <class T>
@@ -156,18 +142,6 @@ TEST_CASE("atomics count the same in every order and scope", "[interp]") {
       require_equal(host<int32_t>(counts), want);
       require_equal(host<float>(fcounts), fwant);
     }
-}
-
-TEST_CASE("a spin lock of an acquiring atomic_cas and a releasing atomic_xchg loses no update", "[interp]") {
-  constexpr int kGroups = 5, kLockBlock = 32, kPrograms = 211;
-  auto x = random_eighths<float>(kPrograms * kLockBlock, 911, -4, 4);
-  auto partial = tensor<float>(std::vector<float>(kGroups * kLockBlock, 0.0f));
-  auto locks = tensor<int32_t>(std::vector<int32_t>(kGroups, 0));
-  acquire_release_lock[tl::grid(kPrograms)](tensor<float>(x), partial, locks, kGroups, kLockBlock);
-  std::vector<float> want(kGroups * kLockBlock, 0.0f);
-  for (int p = 0; p < kPrograms; ++p)
-    for (int c = 0; c < kLockBlock; ++c) want[(p % kGroups) * kLockBlock + c] += x[p * kLockBlock + c];
-  require_equal(host<float>(partial), want);  // sums of eighths: exact in any order
 }
 
 TEST_CASE("each memory order compiles to its fences, each scope to its instructions", "[ptx]") {
