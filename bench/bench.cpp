@@ -621,7 +621,7 @@ int attention_sweep(const std::string& only) {
         auto launch = [&] {
           attention::attention_kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options(
               {.num_warps = warps, .num_stages = stages})(q, k, v, o, scale, n * heads * d, n * d, d, 1, heads, n, d,
-                                                          bm, bn, causal);
+                                                          bm, bn, causal, n % bn == 0);
         };
         try {
           launch();
@@ -725,8 +725,8 @@ void first_launch_attention(const char* label) {
   auto q = tl::Tensor::randn({1, 1, n, d}, 1, tl::DType::bf16), k = tl::Tensor::randn({1, 1, n, d}, 2, tl::DType::bf16),
        v = tl::Tensor::randn({1, 1, n, d}, 3, tl::DType::bf16), o = tl::Tensor::empty({1, 1, n, d});
   auto t0 = std::chrono::steady_clock::now();
-  attention::attention_kernel[tl::grid(tl::cdiv(n, 32), 1)].options({.num_warps = 8})(q, k, v, o, 0.088f, n * d, n * d,
-                                                                                      d, 1, 1, n, d, 32, 32, 0);
+  attention::attention_kernel[tl::grid(tl::cdiv(n, 32), 1)].options({.num_warps = 8})(
+      q, k, v, o, 0.088f, n * d, n * d, d, 1, 1, n, d, 32, 32, 0, n % 32 == 0);
   drv().cuCtxSynchronize();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   summary().add_row({label, num(ms, 3), "", "", "", ""});

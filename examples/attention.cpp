@@ -12,8 +12,9 @@ namespace tl = tiledsl;
 using attention::attention_kernel;
 
 // Runs one configuration and returns the largest error against softmax(Q K^T * scale) V in double.
-double check(int head_dim, bool causal, uint64_t seed) {
-  const int batch = 2, heads = 3, n = 200;  // n is not a multiple of either block size
+// n = 200 is a multiple of neither block size; n = 256 of both (no mask but the causal one).
+double check(int n, int head_dim, bool causal, uint64_t seed) {
+  const int batch = 2, heads = 3;
   // 8 warps, and 32 query rows and keys at head dim 128 (64 at 64), keep every dot path (FMA,
   // mma.sync, wgmma) within the register file (ptx.examples checks ptxas reports no spill).
   const int block_m = head_dim == 128 ? 32 : 64, block_n = head_dim == 128 ? 32 : 64;
@@ -24,7 +25,7 @@ double check(int head_dim, bool causal, uint64_t seed) {
   const float sm_scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   attention_kernel[tl::grid(tl::cdiv(n, block_m), batch * heads)].options({.num_warps = 8})(
       q, k, v, o, sm_scale, static_cast<int>(q.stride(0)), static_cast<int>(q.stride(1)), static_cast<int>(q.stride(2)),
-      static_cast<int>(q.stride(3)), heads, n, head_dim, block_m, block_n, causal ? 1 : 0);
+      static_cast<int>(q.stride(3)), heads, n, head_dim, block_m, block_n, causal ? 1 : 0, n % block_n == 0);
 
   auto qs = q.to_double(), ks = k.to_double(), vs = v.to_double();
   std::vector<double> want(qs.size()), s(n);
@@ -54,8 +55,9 @@ int main() {
   return example::run("attention", [] {
     double err = 0;
     uint64_t seed = 1;
-    for (int head_dim : {64, 128})
-      for (bool causal : {false, true}) err = std::max(err, check(head_dim, causal, seed += 3));
+    for (int n : {200, 256})
+      for (int head_dim : {64, 128})
+        for (bool causal : {false, true}) err = std::max(err, check(n, head_dim, causal, seed += 3));
     // P is rounded to bf16 (8 significant bits) before the P @ V dot, as on the GPU: a relative
     // error of up to 2^-9 per weight, on outputs of magnitude up to ~3.
     return example::report("attention", err, 1e-2);

@@ -430,52 +430,57 @@ TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[int
 // The attention example's kernel with the blocks tiledsl-bench finds fastest on the H200 (128
 // query rows x 64 keys on 8 warps): on sm_90a both dots run on wgmma, Q staged once, K (a
 // column-major tile, read K-major) and V copied by cp.async into two buffers each. Against
-// softmax(Q K^T scale) V in double, on a length that fills no block; P is rounded to bf16 before
-// the second dot (a relative error up to 2^-9 per weight), hence the tolerance.
+// softmax(Q K^T scale) V in double, on lengths that fill no block (every key block masked) and
+// that fill whole key blocks (EVEN_N: no mask unless causal); 64 x 128 blocks on 4 warps too. P is rounded to bf16
+// before the second dot (a relative error up to 2^-9 per weight), hence the tolerance.
 TEST_CASE("attention forward on tensor cores matches softmax(Q K^T) V", "[interp]") {
-  const int heads = 2, n = 150;
-  for (int head_dim : {64, 128})
-    for (int causal : {0, 1}) {
-      INFO("head dim " << head_dim << (causal ? ", causal" : ""));
-      auto q = tl::Tensor::randn({1, heads, n, head_dim}, 71 + head_dim, tl::DType::bf16);
-      auto k = tl::Tensor::randn({1, heads, n, head_dim}, 72 + head_dim, tl::DType::bf16);
-      auto v = tl::Tensor::randn({1, heads, n, head_dim}, 73 + head_dim, tl::DType::bf16);
-      auto o = poison<float>({1, heads, n, head_dim});
-      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      auto launch = attention::attention_kernel[tl::grid(tl::cdiv(n, 128), heads)].options({.num_warps = 8});
-      launch(q, k, v, o, scale, heads * n * head_dim, n * head_dim, head_dim, 1, heads, n, head_dim, 128, 64, causal);
-      auto qs = q.to_double(), ks = k.to_double(), vs = v.to_double();
-      auto got = host<float>(o);
-      double worst = 0;
-      std::vector<double> s(n);
-      for (int h = 0; h < heads; ++h)
-        for (int i = 0; i < n; ++i) {
-          const size_t base = static_cast<size_t>(h) * n * head_dim;
-          const int last = causal ? i : n - 1;
-          double mx = -INFINITY, sum = 0;
-          for (int j = 0; j <= last; ++j) {
-            double d = 0;
-            for (int c = 0; c < head_dim; ++c) d += qs[base + i * head_dim + c] * ks[base + j * head_dim + c];
-            mx = std::max(mx, s[j] = d * scale);
+  const int heads = 2;
+  for (auto [n, block_m, block_n, warps] : {std::array<int, 4>{150, 128, 64, 8}, {192, 128, 64, 8}, {256, 64, 128, 4}})
+    for (int head_dim : {64, 128})
+      for (int causal : {0, 1}) {
+        INFO("n " << n << ", blocks " << block_m << "x" << block_n << ", head dim " << head_dim
+                  << (causal ? ", causal" : ""));
+        auto q = tl::Tensor::randn({1, heads, n, head_dim}, 71 + head_dim, tl::DType::bf16);
+        auto k = tl::Tensor::randn({1, heads, n, head_dim}, 72 + head_dim, tl::DType::bf16);
+        auto v = tl::Tensor::randn({1, heads, n, head_dim}, 73 + head_dim, tl::DType::bf16);
+        auto o = poison<float>({1, heads, n, head_dim});
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        auto launch = attention::attention_kernel[tl::grid(tl::cdiv(n, block_m), heads)].options({.num_warps = warps});
+        launch(q, k, v, o, scale, heads * n * head_dim, n * head_dim, head_dim, 1, heads, n, head_dim, block_m, block_n,
+               causal, n % block_n == 0);
+        auto qs = q.to_double(), ks = k.to_double(), vs = v.to_double();
+        auto got = host<float>(o);
+        double worst = 0;
+        std::vector<double> s(n);
+        for (int h = 0; h < heads; ++h)
+          for (int i = 0; i < n; ++i) {
+            const size_t base = static_cast<size_t>(h) * n * head_dim;
+            const int last = causal ? i : n - 1;
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j <= last; ++j) {
+              double d = 0;
+              for (int c = 0; c < head_dim; ++c) d += qs[base + i * head_dim + c] * ks[base + j * head_dim + c];
+              mx = std::max(mx, s[j] = d * scale);
+            }
+            for (int j = 0; j <= last; ++j) sum += (s[j] = std::exp(s[j] - mx));
+            for (int c = 0; c < head_dim; ++c) {
+              double want = 0;
+              for (int j = 0; j <= last; ++j) want += s[j] * vs[base + j * head_dim + c];
+              worst = std::max(worst, std::fabs(want / sum - got[base + i * head_dim + c]));
+            }
           }
-          for (int j = 0; j <= last; ++j) sum += (s[j] = std::exp(s[j] - mx));
-          for (int c = 0; c < head_dim; ++c) {
-            double want = 0;
-            for (int j = 0; j <= last; ++j) want += s[j] * vs[base + j * head_dim + c];
-            worst = std::max(worst, std::fabs(want / sum - got[base + i * head_dim + c]));
-          }
-        }
-      CHECK(worst < 1e-2);
+        CHECK(worst < 1e-2);
 #ifdef TILEDSL_ENABLE_CODEGEN
-      tl::CompiledKernel c = attention::attention_kernel.compile(tl::LaunchOptions{.num_warps = 8}, q, k, v, o, scale,
-                                                                 heads * n * head_dim, n * head_dim, head_dim, 1, heads,
-                                                                 n, head_dim, 128, 64, causal);
-      if (c.arch == "sm_90a") {
-        CHECK(c.ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16") != std::string::npos);
-        CHECK(c.ptx.find("cp.async.cg.shared.global") != std::string::npos);
-      }
+        tl::CompiledKernel c = attention::attention_kernel.compile(
+            tl::LaunchOptions{.num_warps = warps}, q, k, v, o, scale, heads * n * head_dim, n * head_dim, head_dim, 1,
+            heads, n, head_dim, block_m, block_n, causal, n % block_n == 0);
+        if (c.arch == "sm_90a") {  // Q K^T: 64 rows of BLOCK_N scores per instruction
+          CHECK(c.ptx.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(block_n) + "k16.f32.bf16.bf16") !=
+                std::string::npos);
+          CHECK(c.ptx.find("cp.async.cg.shared.global") != std::string::npos);
+        }
 #endif
-    }
+      }
 }
 
 // f32 inputs, default precision (tf32): the interpreter's k-order sum exactly; on the GPU, whose
