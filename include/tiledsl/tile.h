@@ -1124,6 +1124,10 @@ Tile<T> xor_sum(const Tile<T>& x, int axis, TILEDSL_LOC) {
   static_assert(detail::is_int_v<T>, "tl::xor_sum: needs an integer tile");
   return detail::reduce_axis(x, axis, BinOp::bxor, loc, "xor_sum");
 }
+template <class T>
+Tile<T> xor_sum(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
+  return detail::kept(xor_sum(x, axis, loc), x, axis, keep_dims, loc);
+}
 // Index of the largest (smallest) element along `axis`; ties go to the smallest index.
 template <class T>
 Tile<int32_t> argmax(const Tile<T>& x, int axis, TILEDSL_LOC) {

@@ -8,6 +8,7 @@
 #include "tiledsl/error.h"
 #include "tiledsl/kernel.h"
 #include "tiledsl/stream.h"
+#include "tiledsl/shapes.h"
 #include "tiledsl/tensor.h"
 #include "tiledsl/tile.h"
 #include "tiledsl/version.h"

@@ -16,7 +16,9 @@ namespace tiledsl::ir {
 
 // The largest tile: 2^20 elements, as Triton's TRITON_MAX_TENSOR_NUMEL.
 inline constexpr int64_t kMaxTileElements = int64_t{1} << 20;
-inline constexpr size_t kMaxTileRank = 8;
+// Enough dimensions for a 2^20-element tile viewed as dimensions of size 2 (tl::sort's and
+// tl::flip's hypercube) beside a few others.
+inline constexpr size_t kMaxTileRank = 24;
 // How deeply regions may nest (loops in loops, branches in loops, ...); the parser stops there too.
 inline constexpr int kMaxRegionDepth = 64;
 // Philox rounds: Triton uses 10; the bound keeps the unrolled rounds a sensible size.

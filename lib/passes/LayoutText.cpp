@@ -49,7 +49,8 @@ class LayoutReader {
   };
 
   const DistributedLayout* layout(int depth = 0) {
-    if (depth > static_cast<int>(ir::kMaxTileRank)) fail("slices nest more than 8 deep");
+    if (depth > static_cast<int>(ir::kMaxTileRank))
+      fail(fmt::format("slices nest more than {} deep", ir::kMaxTileRank));
     std::string name = word();
     expect('<');
     const DistributedLayout* l = nullptr;
@@ -149,7 +150,7 @@ class LayoutReader {
     skip_ws();
     if (pos_ < t_.size() && t_[pos_] == ']') fail("a layout's list is not empty");
     do {
-      if (v.size() == ir::kMaxTileRank) fail("a layout has at most 8 dimensions");
+      if (v.size() == ir::kMaxTileRank) fail(fmt::format("a layout has at most {} dimensions", ir::kMaxTileRank));
       v.push_back(number());
       skip_ws();
     } while (pos_ < t_.size() && t_[pos_] == ',' && ++pos_);

@@ -1,0 +1,193 @@
+// Triton's shape functions in include/tiledsl/shapes.h: join, split, interleave, cat, flip, sort
+// and topk, on both backends (TILEDSL_BACKEND=gpu runs these [interp] cases on the GPU),
+// bit-exact against host references on random inputs loaded through masks.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "ops_util.h"
+
+using namespace opt;
+using tl::_;
+using tl::newaxis;
+
+namespace {
+constexpr int kRows = 8, kCols = 16;          // the tiles
+constexpr int kUsedRows = 7, kUsedCols = 13;  // the data: rows and columns past these load `fill`
+constexpr float kFill = -2.5f;
+
+// The [kRows, kCols] tile the kernels below load from a [kUsedRows, kUsedCols] array.
+template <class T>
+std::vector<H<T>> loaded(const std::vector<H<T>>& x, H<T> fill) {
+  std::vector<H<T>> t(kRows * kCols, fill);
+  for (int r = 0; r < kUsedRows; ++r)
+    for (int c = 0; c < kUsedCols; ++c) t[r * kCols + c] = x[r * kUsedCols + c];
+  return t;
+}
+
+// Loads a and b (f32 bits as u32, so NaNs and -0.0 pass untouched) and stores join, both halves
+// of split(join), interleave and cat.
+const tl::Kernel pieces =
+    tl::kernel("pieces", {"a", "b", "joined", "first", "second", "inter", "cat"},
+               [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> joined, tl::Ptr<float> first,
+                  tl::Ptr<float> second, tl::Ptr<float> inter, tl::Ptr<float> catted) {
+                 auto r = tl::arange(0, kRows), c = tl::arange(0, kCols);
+                 auto mask = (r(_, newaxis) < kUsedRows) & (c(newaxis, _) < kUsedCols);
+                 auto in = r(_, newaxis) * kUsedCols + c(newaxis, _);
+                 auto x = tl::load(a + in, mask, kFill), y = tl::load(b + in, mask, kFill);
+                 auto out = r(_, newaxis) * kCols + c(newaxis, _);
+                 auto j = tl::join(x, y);  // [kRows, kCols, 2]
+                 auto k2 = tl::arange(0, 2);
+                 tl::store(joined + out(_, _, newaxis) * 2 + k2(newaxis, newaxis, _), j);
+                 auto [p, q] = tl::split(j);
+                 tl::store(first + out, p);
+                 tl::store(second + out, q);
+                 auto c2 = tl::arange(0, 2 * kCols);
+                 tl::store(inter + r(_, newaxis) * (2 * kCols) + c2(newaxis, _), tl::interleave(x, y));
+                 auto r2 = tl::arange(0, 2 * kRows);
+                 tl::store(catted + r2(_, newaxis) * kCols + c(newaxis, _), tl::cat(x, y, true));
+               });
+
+// flip along DIM (0, 1 or -1) of a [kRows, kCols] tile of i32 and of f32.
+const tl::Kernel flipped =
+    tl::kernel("flipped", {"x", "f", "out", "fout", "DIM"},
+               [](tl::Ptr<int32_t> x, tl::Ptr<float> f, tl::Ptr<int32_t> out, tl::Ptr<float> fout, tl::Constexpr DIM) {
+                 auto r = tl::arange(0, kRows), c = tl::arange(0, kCols);
+                 auto mask = (r(_, newaxis) < kUsedRows) & (c(newaxis, _) < kUsedCols);
+                 auto in = r(_, newaxis) * kUsedCols + c(newaxis, _);
+                 auto o = r(_, newaxis) * kCols + c(newaxis, _);
+                 tl::store(out + o, tl::flip(tl::load(x + in, mask, -7), DIM));
+                 tl::store(fout + o, tl::flip(tl::load(f + in, mask, kFill), DIM));
+               });
+
+// Sorts (or takes the top K of) ROWS rows of N loaded from rows of `n` (the rest is `fill`).
+template <class T>
+tl::Kernel make_sorter(const char* name) {
+  return tl::kernel(name, {"x", "out", "n", "fill", "ROWS", "N", "DESCENDING", "K"},
+                    [](tl::Ptr<T> x, tl::Ptr<T> out, tl::Int n, tl::Constexpr fill, tl::Constexpr ROWS, tl::Constexpr N,
+                       tl::Constexpr DESCENDING, tl::Constexpr K) {
+                      auto r = tl::arange(0, ROWS), c = tl::arange(0, N);
+                      auto v = tl::load(x + r(_, newaxis) * n + c(newaxis, _), c(newaxis, _) < n,
+                                        static_cast<T>(fill.value()));
+                      if (K == 0) {
+                        tl::store(out + r(_, newaxis) * N + c(newaxis, _), tl::sort(v, -1, DESCENDING != 0));
+                      } else {
+                        auto ck = tl::arange(0, K);
+                        tl::store(out + r(_, newaxis) * K + ck(newaxis, _), tl::topk(v, K));
+                      }
+                    });
+}
+const tl::Kernel sort_f32 = make_sorter<float>("sort_f32");
+const tl::Kernel sort_i32 = make_sorter<int32_t>("sort_i32");
+const tl::Kernel sort_u8 = make_sorter<uint8_t>("sort_u8");
+
+template <class T>
+std::vector<H<T>> as(const std::vector<uint32_t>& bits) {
+  std::vector<H<T>> out(bits.size());
+  std::memcpy(out.data(), bits.data(), bits.size() * sizeof(uint32_t));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("tl::join, split, interleave and cat move every bit", "[interp]") {
+  // Random bit patterns: NaNs, infinities, -0.0 and subnormals among them.
+  auto a = as<float>(random_bits<uint32_t>(kUsedRows * kUsedCols, 901));
+  auto b = as<float>(random_bits<uint32_t>(kUsedRows * kUsedCols, 902));
+  auto joined = poison<float>({kRows * kCols * 2}), first = poison<float>({kRows * kCols}),
+       second = poison<float>({kRows * kCols}), inter = poison<float>({kRows * 2 * kCols}),
+       catted = poison<float>({2 * kRows * kCols});
+  pieces[tl::grid(1)](tensor<float>(a), tensor<float>(b), joined, first, second, inter, catted);
+  auto ta = loaded<float>(a, kFill), tb = loaded<float>(b, kFill);
+  std::vector<float> want_join, want_inter, want_cat(ta);
+  for (int i = 0; i < kRows * kCols; ++i) want_join.insert(want_join.end(), {ta[i], tb[i]});
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) want_inter.insert(want_inter.end(), {ta[r * kCols + c], tb[r * kCols + c]});
+  want_cat.insert(want_cat.end(), tb.begin(), tb.end());
+  require_equal(host<float>(joined), want_join);
+  require_equal(host<float>(first), ta);
+  require_equal(host<float>(second), tb);
+  require_equal(host<float>(inter), want_inter);
+  require_equal(host<float>(catted), want_cat);
+}
+
+TEST_CASE("tl::flip reverses one dimension", "[interp]") {
+  auto x = random_bits<int32_t>(kUsedRows * kUsedCols, 911);
+  auto f = as<float>(random_bits<uint32_t>(kUsedRows * kUsedCols, 912));
+  auto tx = loaded<int32_t>(x, -7);
+  auto tf = loaded<float>(f, kFill);
+  for (int dim : {0, 1, -1}) {
+    INFO("dim " << dim);
+    auto out = poison<int32_t>({kRows * kCols});
+    auto fout = poison<float>({kRows * kCols});
+    flipped[tl::grid(1)](tensor<int32_t>(x), tensor<float>(f), out, fout, dim);
+    std::vector<int32_t> want(tx.size());
+    std::vector<float> fwant(tf.size());
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kCols; ++c) {
+        const int from = dim == 0 ? (kRows - 1 - r) * kCols + c : r * kCols + (kCols - 1 - c);
+        want[r * kCols + c] = tx[from];
+        fwant[r * kCols + c] = tf[from];
+      }
+    require_equal(host<int32_t>(out), want);
+    require_equal(host<float>(fout), fwant);
+  }
+}
+
+namespace {
+// Runs `kernel` on `rows` rows of `n` values (padded to N with `fill`) and compares each row with
+// std::sort (k == 0) or the k largest, largest first.
+template <class T>
+void check_sort(const tl::Kernel& kernel, const std::vector<H<T>>& x, int rows, int n, int N, int fill, bool descending,
+                int k = 0) {
+  INFO("rows " << rows << ", n " << n << " of " << N << (descending ? ", descending" : "") << ", k " << k);
+  const int width = k ? k : N;
+  auto out = poison<T>({static_cast<int64_t>(rows) * width});
+  kernel[tl::grid(1)](tensor<T>(x), out, n, fill, rows, N, descending ? 1 : 0, k);
+  std::vector<H<T>> want;
+  for (int r = 0; r < rows; ++r) {
+    std::vector<H<T>> row(x.begin() + r * n, x.begin() + (r + 1) * n);
+    row.resize(N, static_cast<H<T>>(fill));
+    if (k || descending)
+      std::sort(row.begin(), row.end(), std::greater<>());
+    else
+      std::sort(row.begin(), row.end());
+    want.insert(want.end(), row.begin(), row.begin() + width);
+  }
+  require_equal(host<T>(out), want);
+}
+}  // namespace
+
+TEST_CASE("tl::sort orders rows, ascending and descending", "[interp]") {
+  // Multiples of 1/8 in a small range: many ties. Padding (fill) sorts in among the values.
+  for (bool descending : {false, true}) {
+    check_sort<float>(sort_f32, random_eighths<float>(4 * 57, 921, -6, 6), 4, 57, 64, 3, descending);
+    check_sort<int32_t>(sort_i32, random_bits<int32_t>(2 * 250, 922), 2, 250, 256, -1, descending);
+    check_sort<uint8_t>(sort_u8, random_bits<uint8_t>(4 * 31, 923), 4, 31, 32, 200, descending);
+  }
+  check_sort<float>(sort_f32, random_eighths<float>(2, 924, -6, 6), 1, 2, 2, 0, false);
+  check_sort<float>(sort_f32, random_eighths<float>(1, 925, -6, 6), 1, 1, 1, 0, true);
+}
+
+TEST_CASE("tl::topk keeps the k largest, largest first", "[interp]") {
+  for (int k : {1, 2, 8, 64})
+    check_sort<float>(sort_f32, random_eighths<float>(8 * 61, 931 + k, -9, 9), 8, 61, 64, -1, true, k);
+  check_sort<int32_t>(sort_i32, random_bits<int32_t>(2 * 500, 935), 2, 500, 512, 0, true, 16);
+}
+
+TEST_CASE("shape functions reject what they cannot take, naming the line", "[interp]") {
+  auto run = [](auto body) {
+    auto k = tl::kernel("bad_shape", {"x"}, [&](tl::Ptr<float> x) { body(tl::load(x + tl::arange(0, 8))); });
+    auto x = tensor<float>(std::vector<float>(8, 1.0f));
+    k[tl::grid(1)](x);
+  };
+  REQUIRE_THROWS_WITH(run([](tl::Tile<float> v) { (void)tl::split(v); }),
+                      Catch::Contains("test_shapes.cpp") && Catch::Contains("the last dimension must have size 2"));
+  REQUIRE_THROWS_WITH(run([](tl::Tile<float> v) { (void)tl::topk(v, 3); }), Catch::Contains("power of two"));
+  REQUIRE_THROWS_WITH(run([](tl::Tile<float> v) { (void)tl::topk(v, 16); }),
+                      Catch::Contains("k is larger than the dimension"));
+  REQUIRE_THROWS_WITH(run([](tl::Tile<float> v) { (void)tl::flip(v, 1); }), Catch::Contains("dim is out of range"));
+  REQUIRE_THROWS_WITH(run([](tl::Tile<float> v) {
+                        (void)tl::join(v, tl::reshape(v, {2, 4}));
+                      }),
+                      Catch::Contains("one shape"));
+}
