@@ -218,6 +218,7 @@ class Program {
 
   void exec(const Op& op);
   void exec_shape(const Op& op, RVal& out);
+  void exec_gather(const Op& op, RVal& out);
   void exec_cast(const Op& op, RVal& out);
   void exec_elementwise(const Op& op, RVal& out);
   void exec_memory(const Op& op, RVal& out);
@@ -319,6 +320,8 @@ void Program::exec(const Op& op) {
     case OpKind::Reshape:
     case OpKind::Trans:
       return exec_shape(op, out);
+    case OpKind::Gather:
+      return exec_gather(op, out);
     case OpKind::Cast:
     case OpKind::Bitcast:
       return exec_cast(op, out);
@@ -385,6 +388,38 @@ void Program::exec_shape(const Op& op, RVal& out) {
         return src;
       });
     }
+  }
+}
+
+// Element j of the result is the source's element at j's position, with the index's value along
+// the axis; an index outside the source's dimension is an error naming the element.
+void Program::exec_gather(const Op& op, RVal& out) {
+  const RVal &src = val(op.operands[0]), &index = val(op.operands[1]);
+  const auto& src_shape = op.operands[0]->type.shape();
+  const auto& out_shape = op.result()->type.shape();
+  const size_t axis = static_cast<size_t>(op.attr_int("axis"));
+  const auto ss = strides_of(src_shape);
+  const size_t n = static_cast<size_t>(op.result()->type.numel());
+  std::vector<size_t> from(n);
+  for (size_t j = 0; j < n; ++j) {
+    const int64_t at = index.i[j];
+    if (at < 0 || at >= src_shape[axis])
+      fail(op, fmt::format("index {} at position {} is outside the source's {} elements along axis {}", at,
+                           index_str(out_shape, j), src_shape[axis], axis));
+    size_t rest = j, src_j = 0;
+    for (size_t d = out_shape.size(); d-- > 0;) {
+      const int64_t coord = d == axis ? at : static_cast<int64_t>(rest) % out_shape[d];
+      src_j += static_cast<size_t>(coord * ss[d]);
+      rest /= static_cast<size_t>(out_shape[d]);
+    }
+    from[j] = src_j;
+  }
+  if (!src.f.empty()) {
+    out.f.resize(n);
+    for (size_t j = 0; j < n; ++j) out.f[j] = src.f[from[j]];
+  } else {
+    out.i.resize(n);
+    for (size_t j = 0; j < n; ++j) out.i[j] = src.i[from[j]];
   }
 }
 

@@ -1,5 +1,5 @@
-// Tile rearrangements built from the core ops (tile.h): join, split, interleave, cat, flip, sort
-// and topk, Triton's functions of the same names. They need no op of their own: a dimension of
+// Tile rearrangements built from the core ops (tile.h): join, split, interleave, cat, flip, sort,
+// topk and histogram, Triton's functions of the same names. They need no op of their own: a dimension of
 // size 2^m is viewed as m dimensions of size 2 (a hypercube), where the element across one of
 // them is x ^ xor_sum(x, that dimension) on the element's bits; code generation turns each such
 // exchange into a register move or a warp shuffle, as the layout allows.
@@ -204,6 +204,23 @@ Tile<T> topk(const Tile<T>& x, int64_t k, int dim = -1, TILEDSL_LOC) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = k;
   return reshape(h, shape, loc);
+}
+
+// Triton's tl.histogram: how often each of the values 0 .. num_bins - 1 (a power of two) occurs in
+// the 1-D integer tile x, as a [num_bins] tile of i32; other values, and the elements `mask`
+// drops, are not counted. One comparison per element and bin (x's size times num_bins must be a
+// tile's, at most 2^20).
+template <class T>
+Tile<int32_t> histogram(const Tile<T>& x, int64_t num_bins, const Tile<bool>& mask, TILEDSL_LOC) {
+  static_assert(detail::is_int_v<T> && !std::is_same_v<T, bool>, "tl::histogram: needs an integer tile");
+  if (x.rank() != 1) detail::fail("histogram", "needs a 1-D tile", loc);
+  auto bins = arange(0, num_bins, loc);
+  auto hit = (expand_dims(x, 1, loc) == expand_dims(bins, 0, loc)) & expand_dims(mask, 1, loc);
+  return sum(hit.template to<int32_t>(loc), 0, loc);
+}
+template <class T>
+Tile<int32_t> histogram(const Tile<T>& x, int64_t num_bins, TILEDSL_LOC) {
+  return histogram(x, num_bins, full_like(x, 1, loc) != 0, loc);
 }
 
 }  // namespace tiledsl

@@ -254,6 +254,7 @@ V broadcast_to(V v, const std::vector<int64_t>& shape, const SourceLoc& loc);
 V expand_dims(V v, int axis, const SourceLoc& loc);
 V reshape(V v, const std::vector<int64_t>& shape, const SourceLoc& loc);
 V trans(V v, const std::vector<int64_t>& perm, const SourceLoc& loc);
+V gather(V src, V index, int axis, const SourceLoc& loc);
 V select(V c, V a, V b, const SourceLoc& loc);
 V fma(V a, V b, V c, const SourceLoc& loc);
 V math(const char* fn, V a, const SourceLoc& loc);
@@ -506,6 +507,14 @@ Tile<T> trans(const Tile<T>& x, const std::vector<int64_t>& perm = {}, TILEDSL_L
 template <class T>
 Tile<T> permute(const Tile<T>& x, const std::vector<int64_t>& perm, TILEDSL_LOC) {
   return Tile<T>(detail::trans(x.value(), perm, loc));
+}
+// Triton's tl.gather: the elements of `src` picked along `axis` by `index` (an integer tile of
+// src's rank, whose other dimensions are src's): result[i][j] = src[index[i][j]][j] for axis 0.
+// The result has the index's shape. An index outside src's dimension is an error in the
+// interpreter and undefined on the GPU.
+template <class T, class I>
+Tile<T> gather(const Tile<T>& src, const Tile<I>& index, int axis, TILEDSL_LOC) {
+  return Tile<T>(detail::gather(src.value(), index.value(), axis, loc));
 }
 template <class U, class T>
 Tile<U> bitcast(const Tile<T>& x, TILEDSL_LOC) {

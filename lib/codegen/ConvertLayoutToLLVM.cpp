@@ -44,4 +44,31 @@ Regs Lowering::lower_shape(const ir::Op& op) {
   });
 }
 
+// The source goes to shared memory row-major; each result register reads the element at its own
+// position with the index's value (the index register of the same number: the index has the
+// result's layout) along the axis, clamped into the source's dimension (the interpreter rejects
+// an index outside it; on the GPU it is undefined, and the clamp keeps the read in the buffer).
+Regs Lowering::lower_gather(const ir::Op& op) {
+  const ir::Value *src = op.operands[0], *index = op.operands[1];
+  const Shape& ss = src->type.shape();
+  const size_t axis = static_cast<size_t>(op.attr_int("axis"));
+  const Regs& at = get(index);
+  const bool is_signed = !is_unsigned(index->type.dtype());
+  llvm::Type* i32 = b_.getInt32Ty();
+  const uint32_t last = static_cast<uint32_t>(ss[axis] - 1);
+  size_t r = 0;
+  return shuffle(op, get(src), src->type, op.result()->type, [&](const std::vector<llvm::Value*>& idx) {
+    llvm::Value* i = at[r++];
+    // Clamp in the index's own type first, so that no wide value truncates into range.
+    llvm::Type* it = i->getType();
+    llvm::Value* hi = llvm::ConstantInt::get(it, last);
+    llvm::Value* below = is_signed ? b_.CreateICmpSLT(i, llvm::ConstantInt::get(it, 0)) : b_.getFalse();
+    llvm::Value* above = is_signed ? b_.CreateICmpSGT(i, hi) : b_.CreateICmpUGT(i, hi);
+    i = b_.CreateSelect(below, llvm::ConstantInt::get(it, 0), b_.CreateSelect(above, hi, i));
+    std::vector<llvm::Value*> src_idx = idx;
+    src_idx[axis] = b_.CreateIntCast(i, i32, false);
+    return linear(src_idx, ss);
+  });
+}
+
 }  // namespace tiledsl::codegen

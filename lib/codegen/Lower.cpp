@@ -278,6 +278,8 @@ Regs Lowering::value_op(const ir::Op& op) {
     case OpKind::ConvertLayout:
     case OpKind::Trans:
       return lower_shape(op);
+    case OpKind::Gather:
+      return lower_gather(op);
     case OpKind::MultipleOf:
     case OpKind::MaxContiguous:
       return get(op.operands[0]);

@@ -146,6 +146,7 @@ class Lowering {
   Regs shuffle(const ir::Op& op, const Regs& src, ir::Type src_type, ir::Type dst_type,
                const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of);
   Regs lower_shape(const ir::Op& op);
+  Regs lower_gather(const ir::Op& op);
 
   // --- Elementwise (ElementwiseToLLVM.cpp) -------------------------------------------------
   Regs lower_elementwise(const ir::Op& op);

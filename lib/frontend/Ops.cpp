@@ -202,6 +202,7 @@ V broadcast_to(V v, const std::vector<int64_t>& shape, const SourceLoc& loc) { r
 V expand_dims(V v, int axis, const SourceLoc& loc) { return B.expand_dims(v, axis, L); }
 V reshape(V v, const std::vector<int64_t>& shape, const SourceLoc& loc) { return B.reshape(v, shape, L); }
 V trans(V v, const std::vector<int64_t>& perm, const SourceLoc& loc) { return B.trans(v, perm, L); }
+V gather(V src, V index, int axis, const SourceLoc& loc) { return B.gather(src, index, axis, L); }
 V select(V c, V a, V b, const SourceLoc& loc) { return B.select(c, a, b, L); }
 V fma(V a, V b, V c, const SourceLoc& loc) { return B.fma(a, b, c, L); }
 V math(const char* fn, V a, const SourceLoc& loc) { return B.math(fn, a, L); }

@@ -167,6 +167,26 @@ Value* Builder::trans(Value* v, std::vector<int64_t> perm, const Location& loc) 
   return make(OpKind::Trans, {v}, v->type.with_shape(out), {{"perm", perm}}, loc);
 }
 
+Value* Builder::gather(Value* src, Value* index, int axis, const Location& loc) {
+  const auto &ss = shape_of(src), &is = shape_of(index);
+  if (!src->type.is_tile() || !index->type.is_tile() || ss.size() != is.size())
+    fail(loc, "gather",
+         fmt::format("the source ({}) and the index ({}) must be tiles of one rank", ty(src), ty(index)));
+  const int rank = static_cast<int>(ss.size());
+  if (axis < -rank || axis >= rank)
+    fail(loc, "gather", fmt::format("axis {} is out of range for a tile of shape {}", axis, shape_str(ss)));
+  if (axis < 0) axis += rank;
+  if (!is_int(index->type.dtype()) || index->type.dtype() == DType::i1)
+    fail(loc, "gather", fmt::format("the index must be an integer tile, got {}", ty(index)));
+  if (src->type.element().is_pointer()) fail(loc, "gather", "the source must hold numbers, not pointers");
+  for (int d = 0; d < rank; ++d)
+    if (d != axis && ss[static_cast<size_t>(d)] != is[static_cast<size_t>(d)])
+      fail(loc, "gather",
+           fmt::format("the index ({}) must have the source's ({}) dimensions except along axis {}", shape_str(is),
+                       shape_str(ss), axis));
+  return make(OpKind::Gather, {src, index}, src->type.with_shape(is), {{"axis", int64_t{axis}}}, loc);
+}
+
 Value* Builder::cast(Value* v, DType to, const Location& loc) {
   if (v->type.element().is_pointer())
     fail(loc, "to", fmt::format("cannot convert a pointer tile ({}) to {}", ty(v), name(to)));

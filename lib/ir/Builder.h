@@ -46,6 +46,7 @@ class Builder {
   Value* expand_dims(Value* v, int axis, const Location& loc);
   Value* reshape(Value* v, const std::vector<int64_t>& shape, const Location& loc);
   Value* trans(Value* v, std::vector<int64_t> perm, const Location& loc);
+  Value* gather(Value* src, Value* index, int axis, const Location& loc);
 
   Value* cast(Value* v, DType to, const Location& loc);
   Value* bitcast(Value* v, DType to, const Location& loc);

@@ -311,6 +311,19 @@ class Verifier {
                            shape_str(perm), types_str()));
         break;
       }
+      case OpKind::Gather: {
+        const int64_t axis = o.attr_int("axis");
+        bool ok = ty(0).is_tile() && ty(1).is_tile() && res(0).is_tile() && is_number(ty(0)) &&
+                  is_number(ty(1)) && is_int(ty(1).dtype()) && ty(1).dtype() != DType::i1 && res(0).element() == ty(0).element() &&
+                  res(0).shape() == ty(1).shape() && ty(0).shape().size() == ty(1).shape().size() && axis >= 0 &&
+                  axis < static_cast<int64_t>(ty(0).shape().size());
+        for (size_t d = 0; ok && d < ty(0).shape().size(); ++d)
+          ok = static_cast<int64_t>(d) == axis || ty(0).shape()[d] == ty(1).shape()[d];
+        rule(ok,
+             "gathers a tile of numbers along an axis in range by an integer index tile of its rank and other "
+             "dimensions; the result has the index's shape and the source's element type");
+        break;
+      }
       case OpKind::ConvertLayout:
         rule(ty(0).is_tile() && same_tile(ty(0), res(0)), "changes only the layout of a tile");
         break;

@@ -65,6 +65,8 @@ int64_t scratch_bytes(const Op& op) {
     case OpKind::ConvertLayout:
     case OpKind::Trans:
       return shape_op_bytes(op);
+    case OpKind::Gather:  // the source, row-major (Lowering::lower_gather)
+      return op.operands[0]->type.numel() * element_bytes(op.operands[0]->type);
     case OpKind::Dot: {
       const Shape &a = op.operands[0]->type.shape(), &b = op.operands[1]->type.shape();
       return (a[0] * a[1] + b[0] * b[1]) * element_bytes(op.operands[0]->type);  // b after a

@@ -280,6 +280,10 @@ class Assigner {
         for (const Value* v : op.operands)
           if (is_tile(v)) decide(v, fallback(v));
         return;
+      case OpKind::Gather:  // lowered through shared memory: the index in the result's layout
+        want(&op, 1, result_layout(&op, 0));
+        decide(op.operands[0], fallback(op.operands[0]));
+        return;
       case OpKind::Trans:
         if (is_tile(op.result())) result_layout(&op, 0);
         if (is_tile(op.operands[0])) decide(op.operands[0], fallback(op.operands[0]));

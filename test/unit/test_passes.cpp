@@ -153,7 +153,8 @@ kernel @tiles(%x: ptr<f32>, %out: ptr<f32>, %cnt: ptr<i32>, %n: i32) {
   %px = splat(%x) : tile<16x16xptr<f32>>
   %qx = addptr(%px, %off) : tile<16x16xptr<f32>>
   %a = load(%qx) : tile<16x16xf32>
-  %at = trans(%a) {perm = [1, 0]} : tile<16x16xf32>
+  %ag = gather(%a, %colb) {axis = 0} : tile<16x16xf32>
+  %at = trans(%ag) {perm = [1, 0]} : tile<16x16xf32>
   %f0 = constant() {value = 0.0} : f32
   %acc0 = splat(%f0) : tile<16x16xf32>
   %acc = for(%zero, %n, %one, %acc0) : tile<16x16xf32> {

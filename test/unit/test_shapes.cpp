@@ -1,6 +1,6 @@
-// Triton's shape functions in include/tiledsl/shapes.h: join, split, interleave, cat, flip, sort
-// and topk, on both backends (TILEDSL_BACKEND=gpu runs these [interp] cases on the GPU),
-// bit-exact against host references on random inputs loaded through masks.
+// Triton's shape functions: join, split, interleave, cat, flip, sort, topk and histogram
+// (include/tiledsl/shapes.h) and gather (an op of its own), on both backends (TILEDSL_BACKEND=gpu runs these [interp]
+// cases on the GPU), bit-exact against host references on random inputs loaded through masks.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -174,6 +174,79 @@ TEST_CASE("tl::topk keeps the k largest, largest first", "[interp]") {
   check_sort<int32_t>(sort_i32, random_bits<int32_t>(2 * 500, 935), 2, 500, 512, 0, true, 16);
 }
 
+namespace {
+// gather along AXIS of a [kRows, kCols] f32 tile (loaded through the mask) by an index tile of
+// IR x IC read from `index` (as I).
+template <class I>
+tl::Kernel make_gatherer(const char* name) {
+  return tl::kernel(name, {"x", "index", "out", "AXIS", "IR", "IC"},
+                    [](tl::Ptr<float> x, tl::Ptr<I> index, tl::Ptr<float> out, tl::Constexpr AXIS, tl::Constexpr IR,
+                       tl::Constexpr IC) {
+                      auto r = tl::arange(0, kRows), c = tl::arange(0, kCols);
+                      auto mask = (r(_, newaxis) < kUsedRows) & (c(newaxis, _) < kUsedCols);
+                      auto src = tl::load(x + r(_, newaxis) * kUsedCols + c(newaxis, _), mask, kFill);
+                      auto ir = tl::arange(0, IR), ic = tl::arange(0, IC);
+                      auto o = ir(_, newaxis) * IC + ic(newaxis, _);
+                      tl::store(out + o, tl::gather(src, tl::load(index + o), AXIS));
+                    });
+}
+const tl::Kernel gather_i32 = make_gatherer<int32_t>("gather_i32");
+const tl::Kernel gather_u8 = make_gatherer<uint8_t>("gather_u8");
+const tl::Kernel gather_i64 = make_gatherer<int64_t>("gather_i64");
+
+template <class I>
+void check_gather(const tl::Kernel& kernel, int axis, int ir, int ic, uint64_t seed) {
+  INFO("axis " << axis << ", index " << ir << "x" << ic);
+  auto x = as<float>(random_bits<uint32_t>(kUsedRows * kUsedCols, seed));
+  auto index = uniform<I>(static_cast<size_t>(ir) * ic, seed + 1, 0, (axis == 0 ? kRows : kCols) - 1);
+  auto out = poison<float>({static_cast<int64_t>(ir) * ic});
+  kernel[tl::grid(1)](tensor<float>(x), tensor<I>(index), out, axis, ir, ic);
+  auto t = loaded<float>(x, kFill);
+  std::vector<float> want;
+  for (int i = 0; i < ir; ++i)
+    for (int j = 0; j < ic; ++j) {
+      const int at = static_cast<int>(index[i * ic + j]);
+      want.push_back(axis == 0 ? t[at * kCols + j] : t[i * kCols + at]);
+    }
+  require_equal(host<float>(out), want);
+}
+}  // namespace
+
+TEST_CASE("tl::gather picks elements along an axis by an index tile", "[interp]") {
+  check_gather<int32_t>(gather_i32, 1, kRows, 32, 941);  // more indices than elements along the axis
+  check_gather<int32_t>(gather_i32, 1, kRows, 4, 943);
+  check_gather<uint8_t>(gather_u8, 0, 2, kCols, 945);
+  check_gather<int64_t>(gather_i64, 0, 16, kCols, 947);
+  if (on_gpu()) return;  // out of range: undefined on the GPU
+  auto x = tensor<float>(std::vector<float>(kUsedRows * kUsedCols, 1.0f));
+  std::vector<int32_t> bad(kRows * kCols, 3);
+  bad[37] = kCols;
+  auto out = poison<float>({kRows * kCols});
+  CHECK_THROWS_WITH(gather_i32[tl::grid(1)](x, tensor<int32_t>(bad), out, 1, kRows, kCols),
+                    Catch::Contains("test_shapes.cpp") && Catch::Contains("index 16 at position [2, 5]") &&
+                        Catch::Contains("outside the source's 16 elements along axis 1"));
+}
+
+TEST_CASE("tl::histogram counts the values of its bins", "[interp]") {
+  // Values below 0 and past the bins, and masked-off elements, are not counted.
+  auto k = tl::kernel("histogram", {"x", "out", "n", "BINS"},
+                      [](tl::Ptr<int32_t> x, tl::Ptr<int32_t> out, tl::Int n, tl::Constexpr BINS) {
+                        auto offs = tl::arange(0, 256);
+                        auto mask = offs < n;
+                        tl::store(out + tl::arange(0, BINS), tl::histogram(tl::load(x + offs, mask, 0), BINS, mask));
+                      });
+  const int n = 201;
+  auto x = uniform<int32_t>(n, 951, -3, 40);
+  for (int bins : {32, 64}) {
+    auto out = poison<int32_t>({bins});
+    k[tl::grid(1)](tensor<int32_t>(x), out, n, bins);
+    std::vector<int32_t> want(bins, 0);
+    for (int v : x)
+      if (v >= 0 && v < bins) ++want[v];
+    require_equal(host<int32_t>(out), want);
+  }
+}
+
 TEST_CASE("shape functions reject what they cannot take, naming the line", "[interp]") {
   auto run = [](auto body) {
     auto k = tl::kernel("bad_shape", {"x"}, [&](tl::Ptr<float> x) { body(tl::load(x + tl::arange(0, 8))); });
@@ -190,4 +263,29 @@ TEST_CASE("shape functions reject what they cannot take, naming the line", "[int
                         (void)tl::join(v, tl::reshape(v, {2, 4}));
                       }),
                       Catch::Contains("one shape"));
+  REQUIRE_THROWS_WITH(run([](tl::Tile<float> v) { (void)tl::gather(v, tl::arange(0, 4)(_, newaxis), 0); }),
+                      Catch::Contains("must be tiles of one rank"));
+  REQUIRE_THROWS_WITH(run([](tl::Tile<float> v) { (void)tl::gather(v, v, 0); }),
+                      Catch::Contains("the index must be an integer tile"));
 }
+
+#ifdef TILEDSL_ENABLE_CODEGEN
+// What the interpreter runs must compile: the kernels above, through the whole GPU pipeline (for
+// TILEDSL_ARCH, or the GPU present, or sm_90 without one), to PTX that needs no local memory.
+TEST_CASE("the shape functions compile for the GPU without local memory", "[interp]") {
+  auto f = tensor<float>(std::vector<float>(4 * kRows * kCols, 0.0f));
+  auto i32 = tensor<int32_t>(std::vector<int32_t>(1024, 0));
+  auto u8 = tensor<uint8_t>(std::vector<uint8_t>(1024, 0));
+  std::vector<tl::CompiledKernel> compiled{
+      pieces.compile(f, f, f, f, f, f, f),           flipped.compile(i32, f, i32, f, 0),
+      sort_f32.compile(f, f, 57, 3, 4, 64, 1, 0),    sort_i32.compile(i32, i32, 500, 0, 2, 512, 0, 16),
+      sort_u8.compile(u8, u8, 31, 200, 4, 32, 0, 0), gather_i32.compile(f, i32, f, 1, kRows, 32),
+      gather_u8.compile(f, u8, f, 0, 2, kCols),
+  };
+  for (const auto& c : compiled) {
+    INFO(c.name << " for " << c.arch);
+    CHECK(c.ptx.find(".entry") != std::string::npos);
+    CHECK(c.ptx.find(".local") == std::string::npos);
+  }
+}
+#endif
