@@ -65,23 +65,29 @@ constexpr int byte_size(DType t) { return t == DType::i1 ? 1 : bit_width(t) / 8;
 
 std::string_view name(DType t);
 
-// Numeric promotion of two dtypes (docs/language.md, "Type promotion"): floats beat integers,
-// wider beats narrower, f16 with bf16 (or e4m3 with e5m2) meet in f32, and at equal integer
-// width unsigned wins, as in C.
+// Numeric promotion of two dtypes, Triton's rules (docs/language.md, "Type promotion"): floats
+// beat integers, wider beats narrower, f16 with bf16 (or e4m3 with e5m2) meet in f16, an integer
+// with bf16 meets in f32, and at equal integer width unsigned wins, as in C. (`/` and `%` then
+// compute f16 and bf16 in f32: div_promote.)
 constexpr DType promote(DType a, DType b) {
   if (a == b) return a;
   if (is_float(a) && is_float(b)) {
     if (a == DType::f64 || b == DType::f64) return DType::f64;
     if (bit_width(a) != bit_width(b)) return bit_width(a) > bit_width(b) ? a : b;
-    return DType::f32;
+    return DType::f16;  // f16 with bf16, e4m3 with e5m2
   }
-  if (is_float(a)) return a;
-  if (is_float(b)) return b;
+  if (is_float(a) || is_float(b)) {
+    const DType f = is_float(a) ? a : b;
+    return f == DType::bf16 ? DType::f32 : f;
+  }
   if (a == DType::i1) return b;
   if (b == DType::i1) return a;
   if (bit_width(a) != bit_width(b)) return bit_width(a) > bit_width(b) ? a : b;
   return is_unsigned(a) ? a : b;
 }
+// The type `/` and `%` compute in for operands of type t (after promotion): f16 and bf16 in f32,
+// as Triton (PTX has no 16-bit division); the result has that type.
+constexpr DType div_promote(DType t) { return t == DType::f16 || t == DType::bf16 ? DType::f32 : t; }
 // Parses the names printed by name(); returns false when `s` names no dtype.
 bool parse_dtype(std::string_view s, DType& out);
 

@@ -192,7 +192,7 @@ Tile<T> topk(const Tile<T>& x, int64_t k, int dim = -1, TILEDSL_LOC) {
   // larger of each pair: together a bitonic run holding the top k of both, which one merge
   // sorts (alternating again, until one run is left).
   for (int left = m; left > log_k; --left) {
-    h = max(h, h.rank() - 1 - log_k, loc);
+    h = detail::reduce_axis(h, h.rank() - 1 - log_k, BinOp::max, loc, "topk");  // in T, unlike tl::max
     const int bits = left - 1;  // index bits still in h's last dimensions
     for (int bit = log_k - 1; bit >= 0; --bit) {
       if (bits > log_k)

@@ -204,6 +204,21 @@ constexpr auto binop_result() {
 }
 template <BinOp K, class T, class U>
 using binop_t = typename decltype(binop_result<K, T, U>())::type;
+// `/` and `%`: f16 and bf16 compute (and give) f32, as Triton's, and integers of different
+// signedness are rejected, as Triton rejects them.
+template <BinOp K, class T, class U>
+constexpr auto arith_op_result() {
+  if constexpr ((K == BinOp::div || K == BinOp::rem) && !is_ptr_v<T> && !is_ptr_v<U>) {
+    static_assert(!(is_int_v<T> && is_int_v<U> && !std::is_same_v<T, bool> && !std::is_same_v<U, bool> &&
+                    std::is_unsigned_v<T> != std::is_unsigned_v<U>),
+                  "tiledsl: / and % on integers of different signedness (Triton rejects them); convert one first");
+    return std::type_identity<cpp_t<div_promote(dtype_v<binop_t<K, T, U>>)>>{};
+  } else {
+    return std::type_identity<binop_t<K, T, U>>{};
+  }
+}
+template <BinOp K, class T, class U>
+using arith_op_t = typename decltype(arith_op_result<K, T, U>())::type;
 
 template <class S>
 concept Literal = std::is_arithmetic_v<S> || std::is_same_v<S, Constexpr>;
@@ -228,6 +243,12 @@ constexpr auto literal_type() {
 }
 template <class T, class S>
 using literal_t = typename decltype(literal_type<T, S>())::type;
+// The type a C++ literal takes beside a tile of T in `op`: literal_t, except that a float
+// literal divides an f16 or bf16 tile as the f32 it then computes in.
+template <BinOp K, class T, class S>
+using op_literal_t = std::conditional_t<(K == BinOp::div || K == BinOp::rem) && std::is_floating_point_v<S> &&
+                                            (std::is_same_v<T, f16> || std::is_same_v<T, bf16>),
+                                        float, literal_t<T, S>>;
 
 // Untyped operations (lib/frontend/Ops.cpp): each builds checked IR in the current trace.
 V constant(double v, DType t, const SourceLoc& loc);
@@ -357,21 +378,21 @@ class Tile : public Handle {
   template <class U>                                                                               \
   friend auto operator OP(detail::At<T> a, const Tile<U>& b) {                                     \
     CHECK(T, U);                                                                                   \
-    using R = detail::binop_t<BinOp::KIND, T, U>;                                                  \
+    using R = detail::arith_op_t<BinOp::KIND, T, U>;                                               \
     return Tile<R>(detail::binary(BinOp::KIND, a.t.value(), b.value(), a.loc));                    \
   }                                                                                                \
   template <detail::Literal S>                                                                     \
   friend auto operator OP(detail::At<T> a, S b) {                                                  \
-    using L = detail::literal_t<T, S>;                                                             \
+    using L = detail::op_literal_t<BinOp::KIND, T, S>;                                             \
     CHECK(T, L);                                                                                   \
-    using R = detail::binop_t<BinOp::KIND, T, L>;                                                  \
+    using R = detail::arith_op_t<BinOp::KIND, T, L>;                                               \
     return Tile<R>(detail::binary(BinOp::KIND, a.t.value(), detail::literal<L>(b, a.loc), a.loc)); \
   }                                                                                                \
   template <detail::Literal S>                                                                     \
   friend auto operator OP(S a, detail::At<T> b) {                                                  \
-    using L = detail::literal_t<T, S>;                                                             \
+    using L = detail::op_literal_t<BinOp::KIND, T, S>;                                             \
     CHECK(L, T);                                                                                   \
-    using R = detail::binop_t<BinOp::KIND, L, T>;                                                  \
+    using R = detail::arith_op_t<BinOp::KIND, L, T>;                                               \
     return Tile<R>(detail::binary(BinOp::KIND, detail::literal<L>(a, b.loc), b.t.value(), b.loc)); \
   }
 #define TILEDSL_NO_CHECK(A, B) (void)0
@@ -1079,8 +1100,18 @@ Tile<T> reduce_axis(const Tile<T>& x, int axis, BinOp op, const SourceLoc& loc, 
       {x.value()}, axis, [&](auto l, auto r) { return std::vector<V>{binary(op, l[0], r[0], loc)}; }, loc, name)[0]);
 }
 Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc);
+// Triton's result types: sum (and cumsum) of integers narrower than 32 bits in i32 or u32 by their
+// sign; max and min of floats narrower than 32 bits in f32 and of such integers in i32; cumsum
+// and cumprod of bf16 in f32.
 template <class T>
-using sum_t = std::conditional_t<is_int_v<T> && sizeof(T) < 4, int32_t, T>;
+using sum_t = std::conditional_t<is_int_v<T> && sizeof(T) < 4 && !std::is_same_v<T, bool>,
+                                 std::conditional_t<std::is_unsigned_v<T>, uint32_t, int32_t>,
+                                 std::conditional_t<std::is_same_v<T, bool>, int32_t, T>>;
+template <class T>
+using max_t = std::conditional_t<is_float_v<T> && sizeof(T) < 4, float,
+                                 std::conditional_t<is_int_v<T> && sizeof(T) < 4, int32_t, T>>;
+template <class T>
+using scan_t = std::conditional_t<std::is_same_v<T, bf16>, float, T>;
 }  // namespace detail
 
 // Sums over `axis` (the axis disappears), or over everything into a scalar. Narrow integers sum in i32.
@@ -1093,20 +1124,20 @@ Tile<detail::sum_t<T>> sum(const Tile<T>& x, TILEDSL_LOC) {
   return detail::reduce_all(x.template to<detail::sum_t<T>>(loc), BinOp::add, loc, "sum");
 }
 template <class T>
-Tile<T> max(const Tile<T>& x, int axis, TILEDSL_LOC) {
-  return detail::reduce_axis(x, axis, BinOp::max, loc, "max");
+Tile<detail::max_t<T>> max(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  return detail::reduce_axis(x.template to<detail::max_t<T>>(loc), axis, BinOp::max, loc, "max");
 }
 template <class T>
-Tile<T> max(const Tile<T>& x, TILEDSL_LOC) {
-  return detail::reduce_all(x, BinOp::max, loc, "max");
+Tile<detail::max_t<T>> max(const Tile<T>& x, TILEDSL_LOC) {
+  return detail::reduce_all(x.template to<detail::max_t<T>>(loc), BinOp::max, loc, "max");
 }
 template <class T>
-Tile<T> min(const Tile<T>& x, int axis, TILEDSL_LOC) {
-  return detail::reduce_axis(x, axis, BinOp::min, loc, "min");
+Tile<detail::max_t<T>> min(const Tile<T>& x, int axis, TILEDSL_LOC) {
+  return detail::reduce_axis(x.template to<detail::max_t<T>>(loc), axis, BinOp::min, loc, "min");
 }
 template <class T>
-Tile<T> min(const Tile<T>& x, TILEDSL_LOC) {
-  return detail::reduce_all(x, BinOp::min, loc, "min");
+Tile<detail::max_t<T>> min(const Tile<T>& x, TILEDSL_LOC) {
+  return detail::reduce_all(x.template to<detail::max_t<T>>(loc), BinOp::min, loc, "min");
 }
 // Triton's keep_dims=True: the reduced axis stays, of size 1.
 namespace detail {
@@ -1120,11 +1151,11 @@ auto sum(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
   return detail::kept(sum(x, axis, loc), x, axis, keep_dims, loc);
 }
 template <class T>
-Tile<T> max(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
+Tile<detail::max_t<T>> max(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
   return detail::kept(max(x, axis, loc), x, axis, keep_dims, loc);
 }
 template <class T>
-Tile<T> min(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
+Tile<detail::max_t<T>> min(const Tile<T>& x, int axis, bool keep_dims, TILEDSL_LOC) {
   return detail::kept(min(x, axis, loc), x, axis, keep_dims, loc);
 }
 // XOR of every element along `axis` (Triton's tl.xor_sum), on integer tiles.
@@ -1147,17 +1178,18 @@ Tile<int32_t> argmin(const Tile<T>& x, int axis, TILEDSL_LOC) {
   return detail::arg_reduce(x.value(), axis, false, loc);
 }
 template <class T>
-Tile<detail::sum_t<T>> cumsum(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {
-  auto y = x.template to<detail::sum_t<T>>(loc);
-  return Tile<detail::sum_t<T>>(detail::scan(
+Tile<detail::sum_t<detail::scan_t<T>>> cumsum(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {
+  using R = detail::sum_t<detail::scan_t<T>>;
+  auto y = x.template to<R>(loc);
+  return Tile<R>(detail::scan(
       {y.value()}, axis, reverse,
       [&](auto l, auto r) { return std::vector<detail::V>{detail::binary(BinOp::add, l[0], r[0], loc)}; }, loc,
       "cumsum")[0]);
 }
 template <class T>
-Tile<T> cumprod(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {
-  return Tile<T>(detail::scan(
-      {x.value()}, axis, reverse,
+Tile<detail::scan_t<T>> cumprod(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {
+  return Tile<detail::scan_t<T>>(detail::scan(
+      {x.template to<detail::scan_t<T>>(loc).value()}, axis, reverse,
       [&](auto l, auto r) { return std::vector<detail::V>{detail::binary(BinOp::mul, l[0], r[0], loc)}; }, loc,
       "cumprod")[0]);
 }
@@ -1166,9 +1198,9 @@ template <class T>
 Tile<T> softmax(const Tile<T>& x, TILEDSL_LOC) {
   static_assert(detail::is_float_v<T>, "tl::softmax: needs a floating-point tile");
   int last = x.rank() - 1;
-  auto m = Tile<T>(detail::expand_dims(max(x, last, loc).value(), last, loc));
+  auto m = Tile<T>(detail::expand_dims(detail::reduce_axis(x, last, BinOp::max, loc, "max").value(), last, loc));
   auto e = exp(Tile<T>(detail::binary(BinOp::sub, x.value(), m.value(), loc)), loc);
-  auto s = Tile<T>(detail::expand_dims(sum(e, last, loc).value(), last, loc));
+  auto s = Tile<T>(detail::expand_dims(detail::reduce_axis(e, last, BinOp::add, loc, "sum").value(), last, loc));
   return Tile<T>(detail::binary(BinOp::div, e.value(), s.value(), loc));
 }
 

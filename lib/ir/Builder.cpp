@@ -235,6 +235,14 @@ Value* Builder::binary(OpKind k, Value* a, Value* b, const Location& loc) {
   }
   DType t = tiledsl::promote(a->type.dtype(), b->type.dtype());
   if (is_fp8(t)) fail(loc, op, fmt::format("got {} and {}: {}", ty(a), ty(b), kFp8Arith));
+  if (k == OpKind::Div || k == OpKind::Rem) {
+    const DType da = a->type.dtype(), db = b->type.dtype();
+    if (is_int(da) && is_int(db) && da != DType::i1 && db != DType::i1 && is_unsigned(da) != is_unsigned(db))
+      fail(loc, op,
+           fmt::format("{} and {} have different signedness, as Triton rejects; convert one of them first", ty(a),
+                       ty(b)));
+    t = div_promote(t);
+  }
   if (has_trait(k, kIntOnly) && is_float(t))
     fail(loc, op, fmt::format("needs integer or boolean operands, got {} and {}", ty(a), ty(b)));
   if (t == DType::i1 && !has_trait(k, kIntOnly) && k != OpKind::Max && k != OpKind::Min) t = DType::i32;

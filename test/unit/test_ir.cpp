@@ -19,13 +19,17 @@ Type f32() { return Type::scalar(tl::DType::f32); }
 
 TEST_CASE("dtype promotion follows the documented rules", "[unit]") {
   using tl::DType;
-  CHECK(tl::promote(DType::f16, DType::bf16) == DType::f32);
+  CHECK(tl::promote(DType::f16, DType::bf16) == DType::f16);
+  CHECK(tl::promote(DType::i32, DType::bf16) == DType::f32);
+  CHECK(tl::promote(DType::bf16, DType::u8) == DType::f32);
   CHECK(tl::promote(DType::i32, DType::f16) == DType::f16);
   CHECK(tl::promote(DType::i8, DType::i32) == DType::i32);
   CHECK(tl::promote(DType::i32, DType::u32) == DType::u32);
   CHECK(tl::promote(DType::i1, DType::i8) == DType::i8);
   CHECK(tl::promote(DType::f32, DType::f64) == DType::f64);
-  CHECK(tl::promote(DType::f8e4m3, DType::f8e5m2) == DType::f32);
+  CHECK(tl::promote(DType::f8e4m3, DType::f8e5m2) == DType::f16);
+  CHECK(tl::div_promote(DType::bf16) == DType::f32);
+  CHECK(tl::div_promote(DType::f64) == DType::f64);
 }
 
 TEST_CASE("narrow float formats round to nearest even and saturate fp8", "[unit]") {

@@ -37,11 +37,11 @@ const tl::Kernel& arith_kernel() {
                      case kMul:
                        r = x * y;
                        break;
-                     case kDiv:
-                       r = x / y;
+                     case kDiv:  // f16 and bf16 divide in f32 (as Triton), rounded back here
+                       r = (x / y).template to<T>();
                        break;
                      case kRem:
-                       r = x % y;
+                       r = (x % y).template to<T>();
                        break;
                      case kMax:
                        r = tl::maximum(x, y);
@@ -387,7 +387,24 @@ static_assert(std::is_same_v<sum_type<uint8_t, int8_t>, uint8_t>);   // equal wi
 static_assert(std::is_same_v<sum_type<int16_t, uint8_t>, int16_t>);  // wider wins
 static_assert(std::is_same_v<sum_type<int32_t, uint32_t>, uint32_t>);
 static_assert(std::is_same_v<sum_type<int64_t, int32_t>, int64_t>);
-static_assert(std::is_same_v<sum_type<tl::f16, tl::bf16>, float>);
+static_assert(std::is_same_v<sum_type<tl::f16, tl::bf16>, tl::f16>);  // Triton's "prefer float16"
+static_assert(std::is_same_v<sum_type<int32_t, tl::bf16>, float>);    // an integer with bf16: f32
+static_assert(std::is_same_v<sum_type<int32_t, tl::f16>, tl::f16>);
+static_assert(std::is_same_v<decltype(fake<tl::Tile<tl::f16>>() / fake<tl::Tile<tl::f16>>())::element_type, float>);
+static_assert(std::is_same_v<decltype(fake<tl::Tile<tl::bf16>>() % 2.0)::element_type, float>);
+static_assert(std::is_same_v<decltype(fake<tl::Tile<tl::bf16>>() * 2.0)::element_type, tl::bf16>);
+static_assert(std::is_same_v<decltype(fake<tl::Tile<uint8_t>>() / 3)::element_type, uint8_t>);
+// Reductions' result types, Triton's: sums of narrow integers in 32 bits of their sign; max and
+// min of narrow floats in f32 and of narrow integers in i32; cumsum and cumprod of bf16 in f32.
+static_assert(std::is_same_v<decltype(tl::sum(fake<tl::Tile<uint8_t>>(), 0))::element_type, uint32_t>);
+static_assert(std::is_same_v<decltype(tl::sum(fake<tl::Tile<int16_t>>(), 0))::element_type, int32_t>);
+static_assert(std::is_same_v<decltype(tl::sum(fake<tl::Tile<tl::bf16>>(), 0))::element_type, tl::bf16>);
+static_assert(std::is_same_v<decltype(tl::max(fake<tl::Tile<tl::f16>>(), 0))::element_type, float>);
+static_assert(std::is_same_v<decltype(tl::min(fake<tl::Tile<uint8_t>>()))::element_type, int32_t>);
+static_assert(std::is_same_v<decltype(tl::max(fake<tl::Tile<int64_t>>(), 0, true))::element_type, int64_t>);
+static_assert(std::is_same_v<decltype(tl::cumsum(fake<tl::Tile<tl::bf16>>()))::element_type, float>);
+static_assert(std::is_same_v<decltype(tl::cumsum(fake<tl::Tile<uint16_t>>()))::element_type, uint32_t>);
+static_assert(std::is_same_v<decltype(tl::cumprod(fake<tl::Tile<tl::bf16>>()))::element_type, float>);
 static_assert(std::is_same_v<sum_type<float, double>, double>);
 static_assert(std::is_same_v<sum_type<bool, bool>, int32_t>);
 static_assert(std::is_same_v<sum_type<uint32_t, float>, float>);
@@ -438,13 +455,30 @@ TEST_CASE("mixed-type arithmetic promotes as documented", "[interp]") {
     for (int i = 0; i < kN; ++i) wsum[i] = static_cast<uint32_t>(a[i]) + b[i];
     require_equal(sum, wsum);
   }
-  {  // f16 + bf16 -> f32, exactly
+  {  // f16 * bf16 -> f16 (the bf16, integers here, converts exactly), rounded once
     auto a = uniform<tl::f16>(kN, 49, -100, 100);
     auto b = uniform<tl::bf16>(kN, 50, -100, 100);
     auto got = run_binary<tl::f16, tl::bf16>(a, b, [](auto x, auto y) { return x * y; });
+    std::vector<tl::f16> want(kN);
+    for (int i = 0; i < kN; ++i) want[i] = tl::f16(static_cast<float>(a[i]) * static_cast<float>(b[i]));
+    require_equal(got, want);
+  }
+  {  // i32 * bf16 -> f32; f16 / f16 -> f32 (Triton's types)
+    auto a = uniform<int32_t>(kN, 53, -3000, 3000);
+    auto b = uniform<tl::bf16>(kN, 54, -100, 100);
+    auto got = run_binary<int32_t, tl::bf16>(a, b, [](auto x, auto y) { return x * y; });
     std::vector<float> want(kN);
     for (int i = 0; i < kN; ++i) want[i] = static_cast<float>(a[i]) * static_cast<float>(b[i]);
     require_equal(got, want);
+    auto p = uniform<tl::f16>(kN, 55, -60, 60);
+    auto q = uniform<tl::f16>(kN, 56, 1, 7);
+    auto quotient = run_binary<tl::f16, tl::f16>(p, q, [](auto x, auto y) { return x / y; });
+    std::vector<float> wq(kN);
+    for (int i = 0; i < kN; ++i) wq[i] = static_cast<float>(p[i]) / static_cast<float>(q[i]);
+    if (on_gpu())  // f32 division: div.full.f32 on the GPU, within 2 ulp
+      require_close(quotient, std::vector<double>(wq.begin(), wq.end()), 0, 3e-7);
+    else
+      require_equal(quotient, wq);
   }
   {  // f32 - f64 -> f64; i64 + i32 -> i64
     auto a = uniform<float>(kN, 51, -1, 1);
