@@ -707,7 +707,24 @@ TILEDSL_MATH_FN(round)
 TILEDSL_MATH_FN2(pow)
 TILEDSL_MATH_FN2(atan2)
 TILEDSL_MATH_FN2(hypot)
+TILEDSL_MATH_FN2(div_rn)  // a / b rounded to nearest (Triton's tl.math.div_rn); `/` on f32 is within 2 ulp
 #undef TILEDSL_MATH_FN2
+// Triton's tl.fdiv(x, y, ieee_rounding): `/`, or div_rn when ieee_rounding; f16 and bf16 divide
+// in f32 and give f32, as `/` does.
+template <detail::TileOrLiteral A, detail::TileOrLiteral B>
+auto fdiv(const A& a, const B& b, bool ieee_rounding = false, TILEDSL_LOC) {
+  using P = detail::promote_t<detail::pair_elem_t<A, B>, detail::pair_elem_t<B, A>>;
+  static_assert(detail::is_float_v<P>, "tl::fdiv: needs floating-point tiles");
+  using E = detail::cpp_t<div_promote(dtype_v<P>)>;
+  auto operand = [&](const auto& x) { return detail::cast(detail::as_value(x, dtype_v<E>, loc), dtype_v<E>, loc); };
+  if (ieee_rounding) return Tile<E>(detail::math("div_rn", operand(a), operand(b), loc));
+  return Tile<E>(detail::binary(BinOp::div, operand(a), operand(b), loc));
+}
+// Triton's tl.math.sqrt_rn: tl::sqrt is already rounded to nearest (sqrt.rn) on the GPU.
+template <class T>
+Tile<T> sqrt_rn(const Tile<T>& x, TILEDSL_LOC) {
+  return sqrt(x, loc);
+}
 
 // Tests of floats (true where x is NaN, is infinite, has its sign bit set: -0.0 and NaNs with
 // the bit too), and clamp(x, lo, hi) = minimum(maximum(x, lo), hi).

@@ -260,6 +260,9 @@ llvm::Value* Lowering::math(const ir::Op& op, llvm::ArrayRef<llvm::Value*> args,
     return b_.CreateFPTrunc(math(op, wide, DType::f32), x->getType());
   }
   llvm::Type* t = x->getType();
+  if (op.kind == OpKind::Math2 && op.attr_str("fn") == "div_rn")  // f64 division is div.rn already
+    return d == DType::f32 ? inline_ptx("div.rn.f32 $0, $1, $2;", "=f,f,f", t, {args[0], args[1]})
+                           : b_.CreateFDiv(args[0], args[1]);
   if (op.kind == OpKind::Math2)  // pow, atan2, hypot
     return libdevice(op.attr_str("fn") + (d == DType::f32 ? "f" : ""), t, args);
   if (d == DType::f32 && (op.kind == OpKind::Exp || op.kind == OpKind::Exp2)) {

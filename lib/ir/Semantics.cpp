@@ -141,6 +141,7 @@ T binary_fn(const std::string& fn, T a, T b) {
   if (fn == "pow") return std::pow(a, b);
   if (fn == "atan2") return std::atan2(a, b);
   if (fn == "hypot") return std::hypot(a, b);
+  if (fn == "div_rn") return a / b;  // in T: IEEE division, rounded to nearest
   TILEDSL_CHECK(false, "math2: unknown function ", fn);
   return a;
 }

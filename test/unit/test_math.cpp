@@ -409,3 +409,44 @@ TEST_CASE("static_print prints at trace time; ravel and reshape(can_reorder) kee
     REQUIRE(o[static_cast<size_t>(32 + i)] == xs[static_cast<size_t>(i)]);
   }
 }
+
+// div_rn and fdiv(ieee_rounding = true) are IEEE division on both backends (div.rn on the GPU),
+// bit for bit; fdiv without it is `/` (within 2 ulp on the GPU); f16 divides in f32, as `/`.
+// sqrt_rn is sqrt, rounded to nearest on both.
+TEST_CASE("div_rn, fdiv and sqrt_rn round as Triton's", "[interp]") {
+  auto k =
+      tl::kernel("divisions", {"a", "b", "rn", "ieee", "fast", "root", "half", "n", "BLOCK"},
+                 [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> rn, tl::Ptr<float> ieee, tl::Ptr<float> fast,
+                    tl::Ptr<float> root, tl::Ptr<float> half, tl::Int n, tl::Constexpr BLOCK) {
+                   auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                   auto mask = offs < n;
+                   auto x = tl::load(a + offs, mask, 1.0f), y = tl::load(b + offs, mask, 1.0f);
+                   tl::store(rn + offs, tl::div_rn(x, y), mask);
+                   tl::store(ieee + offs, tl::fdiv(x, y, true), mask);
+                   tl::store(fast + offs, tl::fdiv(x, y), mask);
+                   tl::store(root + offs, tl::sqrt_rn(tl::abs(x)), mask);
+                   auto q = tl::fdiv(x.to<tl::f16>(), y.to<tl::f16>(), true);
+                   static_assert(std::is_same_v<decltype(q), tl::Tile<float>>);
+                   tl::store(half + offs, q, mask);
+                 });
+  const int n = 1000;
+  auto a = uniform<float>(n, 961, -1e4, 1e4), b = uniform<float>(n, 962, 0.01, 300);
+  for (int i = 0; i < n; i += 2) b[i] = -b[i];
+  auto rn = poison<float>({n}), ieee = poison<float>({n}), fast = poison<float>({n}), root = poison<float>({n}),
+       half = poison<float>({n});
+  k[blocks(n)](tensor<float>(a), tensor<float>(b), rn, ieee, fast, root, half, n, kBlock);
+  std::vector<float> want(n), want_root(n), want_half(n);
+  for (int i = 0; i < n; ++i) {
+    want[i] = a[i] / b[i];
+    want_root[i] = std::sqrt(std::fabs(a[i]));
+    want_half[i] = static_cast<float>(tl::f16(a[i])) / static_cast<float>(tl::f16(b[i]));
+  }
+  require_equal(host<float>(rn), want);
+  require_equal(host<float>(ieee), want);
+  require_equal(host<float>(root), want_root);
+  require_equal(host<float>(half), want_half);
+  if (on_gpu())
+    require_close(host<float>(fast), std::vector<double>(want.begin(), want.end()), 0, 3e-7);
+  else
+    require_equal(host<float>(fast), want);
+}
