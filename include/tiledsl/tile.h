@@ -13,7 +13,9 @@
 #include <source_location>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tiledsl/dtype.h"
@@ -1104,6 +1106,54 @@ Tile<T> associative_scan(const Tile<T>& x, int axis, F combine, bool reverse = f
   return Tile<T>(detail::scan({x.value()}, axis, reverse, fn, loc, "associative_scan")[0]);
 }
 
+// Reductions and scans over several tiles at once (Triton's tuples): `xs` is a std::tuple of tiles of
+// one shape; combine(a0, a1, ..., b0, b1, ...) takes the running values of both sides, each a
+// scalar tile of its input's type, and returns a std::tuple of the combined ones, of the same
+// types. Argmax with its value is
+//   auto [m, i] = tl::reduce(std::tuple{x, idx}, 1, [](auto v1, auto i1, auto v2, auto i2) {...});
+// and a linear recurrence h = a h + b is a scan over (a, b).
+namespace detail {
+template <class Tuple, class F, size_t... I>
+std::vector<V> combine_tuple(F& combine, std::span<V const> l, std::span<V const> r, std::index_sequence<I...>) {
+  auto out = combine(std::tuple_element_t<I, Tuple>(l[I])..., std::tuple_element_t<I, Tuple>(r[I])...);
+  static_assert(std::is_same_v<decltype(out), Tuple>,
+                "tl::reduce / tl::associative_scan: the combine function must return a std::tuple of tiles of the "
+                "inputs' types, in their order");
+  return {std::get<I>(out).value()...};
+}
+template <class Tuple, size_t... I>
+Tuple tuple_of(const std::vector<V>& v, std::index_sequence<I...>) {
+  return Tuple{std::tuple_element_t<I, Tuple>(v[I])...};
+}
+}  // namespace detail
+template <class... T, class F>
+std::tuple<Tile<T>...> reduce(const std::tuple<Tile<T>...>& xs, int axis, F combine, bool keep_dims = false,
+                              TILEDSL_LOC) {
+  using Tuple = std::tuple<Tile<T>...>;
+  auto seq = std::index_sequence_for<T...>{};
+  std::vector<detail::V> in = std::apply([](const auto&... x) { return std::vector<detail::V>{x.value()...}; }, xs);
+  auto fn = [&](std::span<detail::V const> l, std::span<detail::V const> r) {
+    return detail::combine_tuple<Tuple>(combine, l, r, seq);
+  };
+  std::vector<detail::V> out = detail::reduce(in, axis, fn, loc, "reduce");
+  if (keep_dims) {
+    const int rank = static_cast<int>(std::get<0>(xs).rank());
+    for (auto& v : out) v = detail::expand_dims(v, axis < 0 ? axis + rank : axis, loc);
+  }
+  return detail::tuple_of<Tuple>(out, seq);
+}
+template <class... T, class F>
+std::tuple<Tile<T>...> associative_scan(const std::tuple<Tile<T>...>& xs, int axis, F combine, bool reverse = false,
+                                        TILEDSL_LOC) {
+  using Tuple = std::tuple<Tile<T>...>;
+  auto seq = std::index_sequence_for<T...>{};
+  std::vector<detail::V> in = std::apply([](const auto&... x) { return std::vector<detail::V>{x.value()...}; }, xs);
+  auto fn = [&](std::span<detail::V const> l, std::span<detail::V const> r) {
+    return detail::combine_tuple<Tuple>(combine, l, r, seq);
+  };
+  return detail::tuple_of<Tuple>(detail::scan(in, axis, reverse, fn, loc, "associative_scan"), seq);
+}
+
 namespace detail {
 template <class T>
 Tile<T> reduce_all(const Tile<T>& x, BinOp op, const SourceLoc& loc, const char* name) {
@@ -1117,6 +1167,9 @@ Tile<T> reduce_axis(const Tile<T>& x, int axis, BinOp op, const SourceLoc& loc, 
       {x.value()}, axis, [&](auto l, auto r) { return std::vector<V>{binary(op, l[0], r[0], loc)}; }, loc, name)[0]);
 }
 Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc);
+// The extreme value along `axis` and its index (the smallest among ties), as Triton's
+// max(x, axis, return_indices=True): bf16 compares in f32.
+std::pair<V, V> arg_reduce_with_value(V x, int axis, bool is_max, const SourceLoc& loc);
 // Triton's result types: sum (and cumsum) of integers narrower than 32 bits in i32 or u32 by their
 // sign; max and min of floats narrower than 32 bits in f32 and of such integers in i32; cumsum
 // and cumprod of bf16 in f32.
@@ -1193,6 +1246,42 @@ Tile<int32_t> argmax(const Tile<T>& x, int axis, TILEDSL_LOC) {
 template <class T>
 Tile<int32_t> argmin(const Tile<T>& x, int axis, TILEDSL_LOC) {
   return detail::arg_reduce(x.value(), axis, false, loc);
+}
+// Triton's tie_break_left and keep_dims: ties always go to the smallest index (tie_break_left =
+// false lets Triton pick any of them, which this is too), the same on both backends.
+template <class T>
+Tile<int32_t> argmax(const Tile<T>& x, int axis, bool /*tie_break_left*/, bool keep_dims = false, TILEDSL_LOC) {
+  return detail::kept(argmax(x, axis, loc), x, axis, keep_dims, loc);
+}
+template <class T>
+Tile<int32_t> argmin(const Tile<T>& x, int axis, bool /*tie_break_left*/, bool keep_dims = false, TILEDSL_LOC) {
+  return detail::kept(argmin(x, axis, loc), x, axis, keep_dims, loc);
+}
+// Triton's max(x, axis, return_indices=True, return_indices_tie_break_left=, keep_dims=):
+//   auto [value, index] = tl::max(x, axis, tl::ReturnIndices{});
+struct ReturnIndices {
+  bool tie_break_left = true;  // ties go to the smallest index either way
+  bool keep_dims = false;
+};
+namespace detail {
+template <class T>
+using with_index_t = std::conditional_t<std::is_same_v<T, bf16>, float, T>;
+template <class T>
+std::pair<Tile<with_index_t<T>>, Tile<int32_t>> value_and_index(const Tile<T>& x, int axis, bool is_max,
+                                                                const ReturnIndices& r, const SourceLoc& loc) {
+  auto [v, i] = arg_reduce_with_value(x.template to<with_index_t<T>>(loc).value(), axis, is_max, loc);
+  return {kept(Tile<with_index_t<T>>(v), x, axis, r.keep_dims, loc), kept(Tile<int32_t>(i), x, axis, r.keep_dims, loc)};
+}
+}  // namespace detail
+template <class T>
+std::pair<Tile<detail::with_index_t<T>>, Tile<int32_t>> max(const Tile<T>& x, int axis, const ReturnIndices& r,
+                                                            TILEDSL_LOC) {
+  return detail::value_and_index(x, axis, true, r, loc);
+}
+template <class T>
+std::pair<Tile<detail::with_index_t<T>>, Tile<int32_t>> min(const Tile<T>& x, int axis, const ReturnIndices& r,
+                                                            TILEDSL_LOC) {
+  return detail::value_and_index(x, axis, false, r, loc);
 }
 template <class T>
 Tile<detail::sum_t<detail::scan_t<T>>> cumsum(const Tile<T>& x, int axis = 0, bool reverse = false, TILEDSL_LOC) {

@@ -274,6 +274,10 @@ std::vector<V> scan(const std::vector<V>& in, int axis, bool reverse, const Comb
 }
 
 Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc) {
+  return Tile<int32_t>(arg_reduce_with_value(x, axis, is_max, loc).second);
+}
+
+std::pair<V, V> arg_reduce_with_value(V x, int axis, bool is_max, const SourceLoc& loc) {
   auto& b = B;
   const auto& shape = x->type.shape();
   int rank = static_cast<int>(shape.size());
@@ -296,7 +300,7 @@ Tile<int32_t> arg_reduce(V x, int axis, bool is_max, const SourceLoc& loc) {
         return std::vector<V>{b.select(pick, l[0], r[0], L), b.select(pick, l[1], r[1], L)};
       },
       loc, name);
-  return Tile<int32_t>(res[1]);
+  return {res[0], res[1]};
 }
 
 namespace {

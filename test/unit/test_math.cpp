@@ -450,3 +450,97 @@ TEST_CASE("div_rn, fdiv and sqrt_rn round as Triton's", "[interp]") {
   else
     require_equal(host<float>(fast), want);
 }
+
+// Reductions and scans over tuples of tiles (Triton's tl.reduce / tl.associative_scan on tuples),
+// max/min with their indices (return_indices=True), argmax/argmin with tie_break_left and
+// keep_dims: integers and ties, so that both backends are exact whatever the combining order.
+TEST_CASE("reductions and scans over tuples; max with its index", "[interp]") {
+  constexpr int kRows = 4, kCols = 64;
+  auto k = tl::kernel(
+      "tuples", {"x", "y", "best", "where", "total", "mixed", "h", "vmax", "imax", "vmin", "imin", "kept", "n"},
+      [](tl::Ptr<int32_t> x, tl::Ptr<int32_t> y, tl::Ptr<int32_t> best, tl::Ptr<int32_t> where, tl::Ptr<int32_t> total,
+         tl::Ptr<int32_t> mixed, tl::Ptr<int32_t> h, tl::Ptr<float> vmax, tl::Ptr<int32_t> imax, tl::Ptr<float> vmin,
+         tl::Ptr<int32_t> imin, tl::Ptr<int32_t> kept, tl::Int n) {
+        auto r = tl::arange(0, kRows), c = tl::arange(0, kCols);
+        auto mask = c(tl::newaxis, tl::_) < n;
+        auto offs = r(tl::_, tl::newaxis) * n + c(tl::newaxis, tl::_);
+        auto a = tl::load(x + offs, mask, -1000), b = tl::load(y + offs, mask, 0);
+        auto idx = tl::broadcast_to(c(tl::newaxis, tl::_), {kRows, kCols});
+        // argmax with its value, ties to the smallest index, as a user writes it.
+        auto [m, i] = tl::reduce(std::tuple{a, idx}, 1, [](auto v1, auto i1, auto v2, auto i2) {
+          auto pick = (v1 > v2) | ((v1 == v2) & (i1 < i2));
+          return std::tuple{tl::where(pick, v1, v2), tl::where(pick, i1, i2)};
+        });
+        tl::store(best + r, m);
+        tl::store(where + r, i);
+        // Two sums at once, kept dims.
+        auto [s, t] = tl::reduce(
+            std::tuple{a, b}, 1,
+            [](auto a1, auto b1, auto a2, auto b2) {
+              return std::tuple{a1 + a2, b1 ^ b2};
+            },
+            true);
+        static_assert(std::is_same_v<decltype(s), tl::Tile<int32_t>>);
+        tl::store(total + r(tl::_, tl::newaxis), s);
+        tl::store(mixed + r(tl::_, tl::newaxis), t);
+        // h_j = a_j h_{j-1} + b_j (h_{-1} = 0): a scan over (a, b) pairs composing affine maps.
+        auto [ha, hb] = tl::associative_scan(std::tuple{a, b}, 1, [](auto a1, auto b1, auto a2, auto b2) {
+          return std::tuple{a1 * a2, a2 * b1 + b2};
+        });
+        tl::store(h + offs, hb, mask);
+        auto af = a.to<tl::bf16>();
+        auto [mx, ix] = tl::max(af, 1, tl::ReturnIndices{});
+        static_assert(std::is_same_v<decltype(mx), tl::Tile<float>>);  // bf16 compares in f32, as Triton
+        auto above = tl::where(mask, a, 1000);                         // padding that is never the smallest
+        auto [mn, in] = tl::min(above.to<float>(), 1, tl::ReturnIndices{.tie_break_left = false});
+        tl::store(vmax + r, mx);
+        tl::store(imax + r, ix);
+        tl::store(vmin + r, mn);
+        tl::store(imin + r, in);
+        tl::store(kept + r(tl::_, tl::newaxis), tl::argmin(above, 1, true, true));
+      });
+  const int n = 53;
+  auto x = uniform<int32_t>(kRows * n, 971, -20, 20);  // small values: many ties
+  auto y = uniform<int32_t>(kRows * n, 972, -1000, 1000);
+  std::vector<tl::Tensor> outs;
+  for (int i = 0; i < 4; ++i) outs.push_back(poison<int32_t>({kRows}));
+  auto h = poison<int32_t>({kRows * n});
+  auto vmax = poison<float>({kRows}), vmin = poison<float>({kRows});
+  auto imax = poison<int32_t>({kRows}), imin = poison<int32_t>({kRows}), kept = poison<int32_t>({kRows});
+  k[tl::grid(1)](tensor<int32_t>(x), tensor<int32_t>(y), outs[0], outs[1], outs[2], outs[3], h, vmax, imax, vmin, imin,
+                 kept, n);
+  std::vector<int32_t> best, where, total, mixed, want_h, arg_min;
+  std::vector<float> fmax, fmin;
+  for (int r = 0; r < kRows; ++r) {
+    const int32_t* a = &x[r * n];
+    const int32_t* b = &y[r * n];
+    const int hi = static_cast<int>(std::max_element(a, a + n) - a);  // the first of the largest
+    const int lo = static_cast<int>(std::min_element(a, a + n) - a);
+    best.push_back(a[hi]);
+    where.push_back(hi);
+    fmax.push_back(static_cast<float>(a[hi]));
+    fmin.push_back(static_cast<float>(a[lo]));
+    arg_min.push_back(lo);
+    // Padding: a = -1000 and b = 0 past n (the sum and the xor count them as such).
+    int32_t sum = -1000 * (kCols - n), x_or = 0, state = 0;
+    for (int j = 0; j < n; ++j) {
+      sum += a[j];
+      x_or ^= b[j];
+      state = static_cast<int32_t>(static_cast<uint32_t>(a[j]) * static_cast<uint32_t>(state) +
+                                   static_cast<uint32_t>(b[j]));
+      want_h.push_back(state);
+    }
+    total.push_back(sum);
+    mixed.push_back(x_or);
+  }
+  require_equal(host<int32_t>(outs[0]), best);
+  require_equal(host<int32_t>(outs[1]), where);
+  require_equal(host<int32_t>(outs[2]), total);
+  require_equal(host<int32_t>(outs[3]), mixed);
+  require_equal(host<int32_t>(h), want_h);
+  require_equal(host<float>(vmax), fmax);
+  require_equal(host<int32_t>(imax), where);
+  require_equal(host<float>(vmin), fmin);
+  require_equal(host<int32_t>(imin), arg_min);
+  require_equal(host<int32_t>(kept), arg_min);
+}
