@@ -1125,33 +1125,34 @@ template <class Tuple, size_t... I>
 Tuple tuple_of(const std::vector<V>& v, std::index_sequence<I...>) {
   return Tuple{std::tuple_element_t<I, Tuple>(v[I])...};
 }
+// Runs `op(values, combine)` (detail::reduce or detail::scan) on the tuple's tiles and returns
+// its results as a tuple of the same types.
+template <class... T, class F, class Op>
+std::tuple<Tile<T>...> over_tuple(const std::tuple<Tile<T>...>& xs, F& combine, Op op) {
+  using Tuple = std::tuple<Tile<T>...>;
+  auto seq = std::index_sequence_for<T...>{};
+  std::vector<V> in = std::apply([](const auto&... x) { return std::vector<V>{x.value()...}; }, xs);
+  Combine fn = [&](std::span<V const> l, std::span<V const> r) { return combine_tuple<Tuple>(combine, l, r, seq); };
+  return tuple_of<Tuple>(op(in, fn), seq);
+}
 }  // namespace detail
 template <class... T, class F>
 std::tuple<Tile<T>...> reduce(const std::tuple<Tile<T>...>& xs, int axis, F combine, bool keep_dims = false,
                               TILEDSL_LOC) {
-  using Tuple = std::tuple<Tile<T>...>;
-  auto seq = std::index_sequence_for<T...>{};
-  std::vector<detail::V> in = std::apply([](const auto&... x) { return std::vector<detail::V>{x.value()...}; }, xs);
-  auto fn = [&](std::span<detail::V const> l, std::span<detail::V const> r) {
-    return detail::combine_tuple<Tuple>(combine, l, r, seq);
-  };
-  std::vector<detail::V> out = detail::reduce(in, axis, fn, loc, "reduce");
-  if (keep_dims) {
-    const int rank = static_cast<int>(std::get<0>(xs).rank());
-    for (auto& v : out) v = detail::expand_dims(v, axis < 0 ? axis + rank : axis, loc);
-  }
-  return detail::tuple_of<Tuple>(out, seq);
+  return detail::over_tuple(xs, combine, [&](const std::vector<detail::V>& in, const detail::Combine& fn) {
+    std::vector<detail::V> out = detail::reduce(in, axis, fn, loc, "reduce");
+    const int rank = std::get<0>(xs).rank();
+    if (keep_dims)
+      for (auto& v : out) v = detail::expand_dims(v, axis < 0 ? axis + rank : axis, loc);
+    return out;
+  });
 }
 template <class... T, class F>
 std::tuple<Tile<T>...> associative_scan(const std::tuple<Tile<T>...>& xs, int axis, F combine, bool reverse = false,
                                         TILEDSL_LOC) {
-  using Tuple = std::tuple<Tile<T>...>;
-  auto seq = std::index_sequence_for<T...>{};
-  std::vector<detail::V> in = std::apply([](const auto&... x) { return std::vector<detail::V>{x.value()...}; }, xs);
-  auto fn = [&](std::span<detail::V const> l, std::span<detail::V const> r) {
-    return detail::combine_tuple<Tuple>(combine, l, r, seq);
-  };
-  return detail::tuple_of<Tuple>(detail::scan(in, axis, reverse, fn, loc, "associative_scan"), seq);
+  return detail::over_tuple(xs, combine, [&](const std::vector<detail::V>& in, const detail::Combine& fn) {
+    return detail::scan(in, axis, reverse, fn, loc, "associative_scan");
+  });
 }
 
 namespace detail {
