@@ -37,6 +37,22 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_
   return c;
 }
 
+// Philox4x64 (Triton's philox_impl on 64-bit counters): the same rounds with 64-bit words,
+// multipliers and Weyl increments; the high halves of the 64x64 products come from 128 bits.
+std::array<uint64_t, 4> philox4x64(std::array<uint64_t, 4> c, std::array<uint64_t, 2> k, int rounds) {
+  constexpr uint64_t kMul0 = 0xD2E7470EE14C6C93ull, kMul1 = 0xCA5A826395121157ull;
+  constexpr uint64_t kWeyl0 = 0x9E3779B97F4A7C15ull, kWeyl1 = 0xBB67AE8584CAA73Bull;
+  for (int r = 0; r < rounds; ++r) {
+    const unsigned __int128 p0 = static_cast<unsigned __int128>(kMul0) * c[0];
+    const unsigned __int128 p1 = static_cast<unsigned __int128>(kMul1) * c[2];
+    c = {static_cast<uint64_t>(p1 >> 64) ^ c[1] ^ k[0], static_cast<uint64_t>(p1),
+         static_cast<uint64_t>(p0 >> 64) ^ c[3] ^ k[1], static_cast<uint64_t>(p0)};
+    k[0] += kWeyl0;
+    k[1] += kWeyl1;
+  }
+  return c;
+}
+
 int default_interpreter_threads() {
   if (std::string e = env::value(env::Var::TILEDSL_INTERPRETER_THREADS); !e.empty()) {
     int n = std::atoi(e.c_str());
@@ -282,11 +298,17 @@ void Program::exec(const Op& op) {
         outs[r]->f.clear();
       }
       int rounds = static_cast<int>(op.attr_int("rounds"));
+      const bool wide = op.operands[1]->type.dtype() == DType::u64;
       for (size_t j = 0; j < n; ++j) {
         uint64_t s = static_cast<uint64_t>(seed.i[seed.i.size() == 1 ? 0 : j]);
-        auto r = philox4x32({static_cast<uint32_t>(off.i[j]), 0, 0, 0},
-                            {static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32)}, rounds);
-        for (int q = 0; q < 4; ++q) outs[q]->i[j] = r[q];
+        if (wide) {  // key (seed, 0), as Triton's
+          auto r = philox4x64({static_cast<uint64_t>(off.i[j]), 0, 0, 0}, {s, 0}, rounds);
+          for (int q = 0; q < 4; ++q) outs[q]->i[j] = static_cast<int64_t>(r[q]);
+        } else {
+          auto r = philox4x32({static_cast<uint32_t>(off.i[j]), 0, 0, 0},
+                              {static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32)}, rounds);
+          for (int q = 0; q < 4; ++q) outs[q]->i[j] = r[q];
+        }
       }
       return;
     }

@@ -29,5 +29,7 @@ int default_interpreter_threads();
 
 // One Philox 4x32 block: counter (c0..c3) and key (k0, k1), `rounds` rounds. Shared with tests.
 std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key, int rounds);
+// Philox4x64, what 64-bit offsets use (Triton's philox_impl on u64): key (seed, 0).
+std::array<uint64_t, 4> philox4x64(std::array<uint64_t, 4> ctr, std::array<uint64_t, 2> key, int rounds);
 
 }  // namespace tiledsl::runtime

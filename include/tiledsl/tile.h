@@ -294,7 +294,6 @@ std::vector<V> reduce(const std::vector<V>& in, int axis, const Combine& combine
                       const char* name);
 std::vector<V> scan(const std::vector<V>& in, int axis, bool reverse, const Combine& combine, const SourceLoc& loc,
                     const char* name);
-std::array<V, 4> philox(V seed, V offsets, const SourceLoc& loc);
 V multiple_of(V v, const std::vector<int64_t>& values, const SourceLoc& loc);
 V max_contiguous(V v, const std::vector<int64_t>& values, const SourceLoc& loc);
 void print(const std::string& prefix, bool hex, const std::vector<V>& values, const SourceLoc& loc);
@@ -1311,17 +1310,58 @@ Tile<T> softmax(const Tile<T>& x, TILEDSL_LOC) {
   return Tile<T>(detail::binary(BinOp::div, e.value(), s.value(), loc));
 }
 
-// --- Random numbers (Philox 4x32-10; docs/language.md defines every bit) ----------------------
-std::array<Tile<uint32_t>, 4> randint4x(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
-Tile<uint32_t> randint(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+// --- Random numbers (Philox; docs/language.md defines every bit) -----------------------------
+// As Triton's: 32-bit offsets drive Philox 4x32 (u32 results), 64-bit offsets Philox 4x64 (u64
+// results, the seed's 64 bits as the first key word); `n_rounds` rounds (Triton's default 10).
+namespace detail {
+std::array<V, 4> philox(V seed, V offsets, int rounds, const SourceLoc& loc);
+// Random bits to a uniform f32 in [0, 1), Triton's uint_to_uniform_float (32 or 64 bits).
+V uniform(V bits, const SourceLoc& loc);
+// Box-Muller on two uniforms (Triton's pair_uniform_to_normal); `both` false skips the sine.
+std::array<V, 2> pair_to_normal(V u1, V u2, bool both, const SourceLoc& loc);
+template <class O>
+concept RandomOffset = std::is_integral_v<O> && !std::is_same_v<O, bool>;
+template <class O>
+using random_t = std::conditional_t<sizeof(O) == 8, uint64_t, uint32_t>;
+}  // namespace detail
+template <detail::RandomOffset O>
+std::array<Tile<detail::random_t<O>>, 4> randint4x(const IntArg& seed, const Tile<O>& offsets, int n_rounds = 10,
+                                                   TILEDSL_LOC) {
+  using R = Tile<detail::random_t<O>>;
+  auto r = detail::philox(seed.v, offsets.value(), n_rounds, loc);
+  return {R(r[0]), R(r[1]), R(r[2]), R(r[3])};
+}
+template <detail::RandomOffset O>
+Tile<detail::random_t<O>> randint(const IntArg& seed, const Tile<O>& offsets, int n_rounds = 10, TILEDSL_LOC) {
+  return randint4x(seed, offsets, n_rounds, loc)[0];
+}
 // Uniform in [0, 1).
-Tile<float> rand(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
-// Standard normal (Box-Muller on two Philox outputs).
-Tile<float> randn(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+template <detail::RandomOffset O>
+Tile<float> rand(const IntArg& seed, const Tile<O>& offsets, int n_rounds = 10, TILEDSL_LOC) {
+  return Tile<float>(detail::uniform(randint(seed, offsets, n_rounds, loc).value(), loc));
+}
+// Standard normal (Box-Muller on the first two Philox outputs).
+template <detail::RandomOffset O>
+Tile<float> randn(const IntArg& seed, const Tile<O>& offsets, int n_rounds = 10, TILEDSL_LOC) {
+  auto r = randint4x(seed, offsets, n_rounds, loc);
+  return Tile<float>(
+      detail::pair_to_normal(detail::uniform(r[0].value(), loc), detail::uniform(r[1].value(), loc), false, loc)[0]);
+}
 // Triton's rand4x and randn4x: four uniforms from the four Philox outputs; four normals, Box-Muller
 // on (u1, u2) and (u3, u4), each pair giving r cos(theta) and r sin(theta).
-std::array<Tile<float>, 4> rand4x(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
-std::array<Tile<float>, 4> randn4x(const IntArg& seed, const Tile<int32_t>& offsets, TILEDSL_LOC);
+template <detail::RandomOffset O>
+std::array<Tile<float>, 4> rand4x(const IntArg& seed, const Tile<O>& offsets, int n_rounds = 10, TILEDSL_LOC) {
+  auto r = randint4x(seed, offsets, n_rounds, loc);
+  return {Tile<float>(detail::uniform(r[0].value(), loc)), Tile<float>(detail::uniform(r[1].value(), loc)),
+          Tile<float>(detail::uniform(r[2].value(), loc)), Tile<float>(detail::uniform(r[3].value(), loc))};
+}
+template <detail::RandomOffset O>
+std::array<Tile<float>, 4> randn4x(const IntArg& seed, const Tile<O>& offsets, int n_rounds = 10, TILEDSL_LOC) {
+  auto u = rand4x(seed, offsets, n_rounds, loc);
+  auto a = detail::pair_to_normal(u[0].value(), u[1].value(), true, loc),
+       c = detail::pair_to_normal(u[2].value(), u[3].value(), true, loc);
+  return {Tile<float>(a[0]), Tile<float>(a[1]), Tile<float>(c[0]), Tile<float>(c[1])};
+}
 
 // --- Hints and debugging --------------------------------------------------------------------
 // Promise that each element (per dimension) is a multiple of `n`; used by axis analysis.

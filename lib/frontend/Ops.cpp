@@ -241,8 +241,8 @@ void fail(const char* op, const std::string& msg, const SourceLoc& loc) { B.fail
 std::vector<int64_t> shape(V v) { return v->type.shape(); }
 DType dtype(V v) { return v->type.dtype(); }
 
-std::array<V, 4> philox(V seed, V offsets, const SourceLoc& loc) {
-  auto r = B.philox(seed, offsets, 10, L);
+std::array<V, 4> philox(V seed, V offsets, int rounds, const SourceLoc& loc) {
+  auto r = B.philox(seed, offsets, rounds, L);
   return {r[0], r[1], r[2], r[3]};
 }
 
@@ -500,37 +500,27 @@ std::pair<V, V> block_ptr_addresses(V base, const std::vector<Tile<int64_t>>& sh
 }  // namespace detail
 
 // --- Random numbers -------------------------------------------------------------------------
-std::array<Tile<uint32_t>, 4> randint4x(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
-  auto r = detail::philox(seed.v, offsets.value(), loc);
-  return {Tile<uint32_t>(r[0]), Tile<uint32_t>(r[1]), Tile<uint32_t>(r[2]), Tile<uint32_t>(r[3])};
-}
-
-Tile<uint32_t> randint(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
-  return randint4x(seed, offsets, loc)[0];
-}
-
-namespace {
-// u32 -> [0, 1): read as i32, fold negatives onto non-negatives (x < 0 ? -x - 1 : x), scale by 2^-31.
-ir::Value* uniform(ir::Value* r, const SourceLoc& loc) {
+namespace detail {
+// Random bits -> [0, 1), as Triton's uint_to_uniform_float: read as a signed integer, fold
+// negatives onto non-negatives (x < 0 ? -x - 1 : x), convert to f32 and scale by Triton's
+// constant for the width (the largest folded value then gives 0.99999994, never 1.0).
+V uniform(V r, const SourceLoc& loc) {
   auto& b = frontend::builder(loc);
   auto l = frontend::to_location(loc);
-  ir::Value* x = b.bitcast(r, DType::i32, l);
-  ir::Value* zero = b.constant_int(0, DType::i32, l);
-  ir::Value* one = b.constant_int(1, DType::i32, l);
+  const bool wide = r->type.dtype() == DType::u64;
+  const DType s = wide ? DType::i64 : DType::i32;
+  ir::Value* x = b.bitcast(r, s, l);
+  ir::Value* zero = b.constant_int(0, s, l);
+  ir::Value* one = b.constant_int(1, s, l);
   ir::Value* folded =
       b.select(b.compare("lt", x, zero, l), b.binary(ir::OpKind::Sub, b.unary(ir::OpKind::Neg, x, l), one, l), x, l);
-  return b.binary(ir::OpKind::Mul, b.cast(folded, DType::f32, l), b.constant(4.6566127342e-10, DType::f32, l), l);
-}
-}  // namespace
-
-Tile<float> rand(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
-  return Tile<float>(uniform(randint(seed, offsets, loc).value(), loc));
+  return b.binary(ir::OpKind::Mul, b.cast(folded, DType::f32, l),
+                  b.constant(wide ? 1.0842020432385337e-19 : 4.6566127342e-10, DType::f32, l), l);
 }
 
-namespace {
 // Box-Muller on two uniforms, as Triton's pair_uniform_to_normal: u1 kept away from 0, then
-// (sqrt(-2 log u1) cos(2 pi u2), sqrt(-2 log u1) sin(2 pi u2)); `both` false skips the sine.
-std::array<ir::Value*, 2> pair_to_normal(ir::Value* u1, ir::Value* u2, bool both, const SourceLoc& loc) {
+// (sqrt(-2 log u1) cos(2 pi u2), sqrt(-2 log u1) sin(2 pi u2)).
+std::array<V, 2> pair_to_normal(V u1, V u2, bool both, const SourceLoc& loc) {
   auto& b = frontend::builder(loc);
   auto l = frontend::to_location(loc);
   using ir::OpKind;
@@ -541,24 +531,6 @@ std::array<ir::Value*, 2> pair_to_normal(ir::Value* u1, ir::Value* u2, bool both
   return {b.binary(OpKind::Mul, radius, b.unary(OpKind::Cos, theta, l), l),
           both ? b.binary(OpKind::Mul, radius, b.unary(OpKind::Sin, theta, l), l) : nullptr};
 }
-}  // namespace
-
-Tile<float> randn(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
-  auto r = randint4x(seed, offsets, loc);
-  return Tile<float>(pair_to_normal(uniform(r[0].value(), loc), uniform(r[1].value(), loc), false, loc)[0]);
-}
-
-std::array<Tile<float>, 4> rand4x(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
-  auto r = randint4x(seed, offsets, loc);
-  return {Tile<float>(uniform(r[0].value(), loc)), Tile<float>(uniform(r[1].value(), loc)),
-          Tile<float>(uniform(r[2].value(), loc)), Tile<float>(uniform(r[3].value(), loc))};
-}
-
-std::array<Tile<float>, 4> randn4x(const IntArg& seed, const Tile<int32_t>& offsets, SourceLoc loc) {
-  auto u = rand4x(seed, offsets, loc);
-  auto a = pair_to_normal(u[0].value(), u[1].value(), true, loc),
-       c = pair_to_normal(u[2].value(), u[3].value(), true, loc);
-  return {Tile<float>(a[0]), Tile<float>(a[1]), Tile<float>(c[0]), Tile<float>(c[1])};
-}
+}  // namespace detail
 
 }  // namespace tiledsl

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "ir/Semantics.h"
+#include "ir/Verifier.h"
 #include "support/Error.h"
 
 namespace tiledsl::ir {
@@ -525,10 +526,13 @@ void Builder::finish_combine(Op* op, const std::vector<Value*>& yielded, const L
 std::vector<Value*> Builder::philox(Value* seed, Value* offsets, int rounds, const Location& loc) {
   if (seed->type.is_tile() || !is_int(seed->type.dtype()) || seed->type.element().is_pointer())
     fail(loc, "philox", fmt::format("seed must be an integer scalar, got {}", ty(seed)));
-  if (!is_int(offsets->type.dtype()) || offsets->type.element().is_pointer() || bit_width(offsets->type.dtype()) > 32)
-    fail(loc, "philox", fmt::format("offsets must be 32-bit integers, got {}", ty(offsets)));
+  if (!is_int(offsets->type.dtype()) || offsets->type.element().is_pointer() || offsets->type.dtype() == DType::i1)
+    fail(loc, "philox", fmt::format("offsets must be integers, got {}", ty(offsets)));
+  if (rounds < 1 || rounds > kMaxPhiloxRounds)
+    fail(loc, "philox", fmt::format("n_rounds must be from 1 to {}, got {}", kMaxPhiloxRounds, rounds));
   seed = cast(seed, DType::u64, loc);
-  offsets = cast(offsets, DType::u32, loc);
+  // Philox 4x64 for 64-bit offsets, 4x32 otherwise (as Triton's).
+  offsets = cast(offsets, bit_width(offsets->type.dtype()) == 64 ? DType::u64 : DType::u32, loc);
   Type t = offsets->type;
   Op* op = create(OpKind::Philox, {seed, offsets}, {t, t, t, t}, {{"rounds", int64_t{rounds}}}, loc);
   return {op->result(0), op->result(1), op->result(2), op->result(3)};

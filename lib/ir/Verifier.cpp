@@ -413,8 +413,9 @@ class Verifier {
         combine(o);
         break;
       case OpKind::Philox: {
-        rule(ty(0) == Type::scalar(DType::u64) && is_number(ty(1)) && ty(1).dtype() == DType::u32,
-             "takes a u64 seed and u32 offsets");
+        rule(ty(0) == Type::scalar(DType::u64) && is_number(ty(1)) &&
+                 (ty(1).dtype() == DType::u32 || ty(1).dtype() == DType::u64),
+             "takes a u64 seed and u32 or u64 offsets");
         for (size_t i = 0; i < 4; ++i) rule(res(i) == ty(1), "gives four results of the offsets' type");
         int64_t rounds = o.attr_int("rounds");
         expect(rounds >= 1 && rounds <= kMaxPhiloxRounds, o,

@@ -1164,6 +1164,63 @@ TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors", "[interp]"
   require_equal(host<uint32_t>(out), std::vector<uint32_t>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
 }
 
+// 64-bit offsets run Philox4x64 (as Triton's philox on u64 counters), key (seed, 0); n_rounds
+// sets the rounds of either width. rand on 64 bits folds the i64 and scales by 2^-63 in f32.
+TEST_CASE("Philox4x64 for 64-bit offsets and n_rounds, against known answers", "[interp]") {
+  using tiledsl::runtime::philox4x32;
+  using tiledsl::runtime::philox4x64;
+  CHECK(philox4x64({0, 0, 0, 0}, {0, 0}, 10) == std::array<uint64_t, 4>{0x16554d9eca36314cull, 0xdb20fe9d672d0fdcull,
+                                                                        0xd7e772cee186176bull, 0x7e68b68aec7ba23bull});
+  const uint64_t ones = ~uint64_t{0};
+  CHECK(philox4x64({ones, ones, ones, ones}, {ones, ones}, 10) ==
+        std::array<uint64_t, 4>{0x87b092c3013fe90bull, 0x438c3c67be8d0224ull, 0x9cc7d7c69cd777b6ull,
+                                0xa09caebf594f0ba0ull});
+  auto k = tl::kernel("rng64", {"offsets", "bits", "bits7", "small7", "u", "seed", "n", "BLOCK"},
+                      [](tl::Ptr<int64_t> offsets, tl::Ptr<uint64_t> bits, tl::Ptr<uint64_t> bits7,
+                         tl::Ptr<uint32_t> small7, tl::Ptr<float> u, tl::Int64 seed, tl::Int n, tl::Constexpr BLOCK) {
+                        auto i = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = i < n;
+                        auto offs = tl::load(offsets + i, mask, 0);
+                        auto r = tl::randint4x(seed, offs);
+                        static_assert(std::is_same_v<decltype(r[0]), tl::Tile<uint64_t>&>);
+                        for (int q = 0; q < 4; ++q) tl::store(bits + i * 4 + q, r[static_cast<size_t>(q)], mask);
+                        tl::store(bits7 + i, tl::randint(seed, offs, 7), mask);
+                        tl::store(small7 + i, tl::randint(seed, offs.to<int32_t>(), 7), mask);
+                        tl::store(u + i, tl::rand(seed, offs), mask);
+                      });
+  const int n = 777, block = 256;
+  std::vector<int64_t> offsets(n);
+  std::mt19937_64 gen(981);
+  for (auto& o : offsets) o = static_cast<int64_t>(gen() >> 1);  // past 2^32: both halves count
+  offsets[0] = 0;
+  for (int64_t seed : {int64_t{0}, int64_t{0x123456789abcdefLL}}) {
+    INFO("seed " << seed);
+    auto bits = poison<uint64_t>({4 * n}), bits7 = poison<uint64_t>({n}), u = poison<float>({n});
+    auto small7 = poison<uint32_t>({n});
+    k[tl::grid(tl::cdiv(n, block))](tensor<int64_t>(offsets), bits, bits7, small7, u, seed, n, block);
+    std::vector<uint64_t> want(4 * n), want7(n);
+    std::vector<uint32_t> want_small(n);
+    std::vector<float> wu(n);
+    const uint64_t s = static_cast<uint64_t>(seed);
+    for (int i = 0; i < n; ++i) {
+      const uint64_t o = static_cast<uint64_t>(offsets[i]);
+      auto r = philox4x64({o, 0, 0, 0}, {s, 0}, 10);
+      for (int q = 0; q < 4; ++q) want[4 * i + q] = r[static_cast<size_t>(q)];
+      want7[i] = philox4x64({o, 0, 0, 0}, {s, 0}, 7)[0];
+      want_small[i] = philox4x32({static_cast<uint32_t>(o), 0, 0, 0},
+                                 {static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32)}, 7)[0];
+      const int64_t x = static_cast<int64_t>(r[0]);
+      wu[i] = static_cast<float>(x < 0 ? -(x + 1) : x) * 1.0842020432385337e-19f;
+      REQUIRE(wu[i] < 1.0f);
+    }
+    if (seed == 0) CHECK(host<uint64_t>(bits)[0] == 0x16554d9eca36314cull);
+    require_equal(host<uint64_t>(bits), want);
+    require_equal(host<uint64_t>(bits7), want7);
+    require_equal(host<uint32_t>(small7), want_small);
+    require_equal(host<float>(u), wu);
+  }
+}
+
 TEST_CASE("randint, rand and randn are Philox bit for bit, with plausible statistics", "[interp]") {
   auto k = tl::kernel("rng", {"ints", "ints4", "u", "z", "seed", "n", "BLOCK"},
                       [](tl::Ptr<uint32_t> ints, tl::Ptr<uint32_t> ints4, tl::Ptr<float> u, tl::Ptr<float> z,
