@@ -726,7 +726,7 @@ void first_launch_attention(const char* label) {
        v = tl::Tensor::randn({1, 1, n, d}, 3, tl::DType::bf16), o = tl::Tensor::empty({1, 1, n, d});
   auto t0 = std::chrono::steady_clock::now();
   attention::attention_kernel[tl::grid(tl::cdiv(n, 32), 1)].options({.num_warps = 8})(
-      q, k, v, o, 0.088f, n * d, n * d, d, 1, 1, n, d, 32, 32, 0, n % 32 == 0);
+      q, k, v, o, 0.088f, n * d, n * d, d, 1, 1, n, d, 32, 64, 0, n % 64 == 0);
   drv().cuCtxSynchronize();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   summary().add_row({label, num(ms, 3), "", "", "", ""});
