@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -51,6 +52,33 @@ std::array<uint64_t, 4> philox4x64(std::array<uint64_t, 4> c, std::array<uint64_
     k[1] += kWeyl1;
   }
   return c;
+}
+
+namespace {
+std::mutex host_memory_mu;
+// (base, bytes) of each live registration; views of one buffer may register it more than once.
+std::multimap<void*, size_t>& host_memory_map() {
+  static std::multimap<void*, size_t> m;
+  return m;
+}
+}  // namespace
+
+void register_host_memory(void* base, size_t bytes) {
+  std::lock_guard lock(host_memory_mu);
+  host_memory_map().emplace(base, bytes);
+}
+void unregister_host_memory(void* base, size_t bytes) {
+  std::lock_guard lock(host_memory_mu);
+  auto [first, last] = host_memory_map().equal_range(base);
+  for (auto it = first; it != last; ++it)
+    if (it->second == bytes) {
+      host_memory_map().erase(it);
+      return;
+    }
+}
+std::vector<std::pair<void*, size_t>> host_memory() {
+  std::lock_guard lock(host_memory_mu);
+  return {host_memory_map().begin(), host_memory_map().end()};
 }
 
 int default_interpreter_threads() {
@@ -212,6 +240,26 @@ class Program {
       exec(*op);
     }
     return {};
+  }
+
+  // A host address (from tl::Tensor::data_ptr(), loaded or computed by the kernel) as the
+  // interpreter's pointer into the allocation holding it; an address in none is a pointer every
+  // access rejects.
+  int64_t virtual_address(int64_t host) const {
+    const char* p = reinterpret_cast<const char*>(host);
+    for (size_t slot = 0; slot < l_.allocs.size(); ++slot) {
+      const Alloc& a = l_.allocs[slot];
+      if (a.base && p >= a.base && p < a.base + a.bytes)
+        return static_cast<int64_t>((slot + 1) << kSlotShift) + (p - a.base);
+    }
+    return kPoisoned;
+  }
+  // The inverse: the host address an interpreter pointer stands for (0 for an invalid one).
+  int64_t host_address(int64_t addr) const {
+    int64_t slot = addr < 0 ? -1 : slot_of(addr);
+    if (slot < 0 || slot >= static_cast<int64_t>(l_.allocs.size())) return 0;
+    const Alloc& a = l_.allocs[static_cast<size_t>(slot)];
+    return reinterpret_cast<int64_t>(a.base) + (addr - ((slot + 1) << kSlotShift));
   }
 
   // Address of element `flat` of a pointer tile, checked against its allocation.
@@ -449,6 +497,13 @@ void Program::exec_cast(const Op& op, RVal& out) {
   const RVal& in = val(op.operands[0]);
   DType from = op.operands[0]->type.dtype(), to = op.result()->type.dtype();
   size_t n = in.size();
+  const bool from_ptr = op.operands[0]->type.element().is_pointer(), to_ptr = op.result()->type.element().is_pointer();
+  if (from_ptr || to_ptr) {  // pointers: the same address (between pointer types), or a host address
+    out.i.resize(n);
+    for (size_t j = 0; j < n; ++j)
+      out.i[j] = from_ptr == to_ptr ? in.i[j] : to_ptr ? virtual_address(in.i[j]) : host_address(in.i[j]);
+    return;
+  }
   if (op.kind == OpKind::Bitcast) {
     auto bits_of = [&](size_t j) -> uint64_t {
       if (!is_float(from)) return static_cast<uint64_t>(in.i[j]);
@@ -911,6 +966,9 @@ void interpret(const ir::Function& f, std::span<const InterpArg> args, std::arra
   TILEDSL_CHECK(f.num_values() > 0 || f.body.ops.empty(), "interpreter: values are not numbered");
   Launch l{f, {}, args, grid, {}};
   for (const auto& a : args) l.allocs.push_back({static_cast<char*>(a.base), a.bytes, a.name});
+  // Then every live host tensor, which addresses the kernel computes may reach (pointer casts).
+  for (const auto& [base, bytes] : host_memory())
+    l.allocs.push_back({static_cast<char*>(base), bytes, fmt::format("the tensor at {}", base)});
   int64_t total = 0;
   TILEDSL_CHECK(!__builtin_mul_overflow(grid[0], grid[1], &total) && !__builtin_mul_overflow(total, grid[2], &total),
                 "interpreter: the grid's program count overflows (the launch checks it)");

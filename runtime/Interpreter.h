@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ir/IR.h"
 
@@ -23,6 +25,13 @@ struct InterpArg {
 // `threads` > 1 runs programs in parallel when the kernel has no atomics and no prints;
 // results never depend on it.
 void interpret(const ir::Function& f, std::span<const InterpArg> args, std::array<int64_t, 3> grid, int threads);
+
+// Host memory a kernel may reach through addresses it computes (a 64-bit integer converted to a
+// pointer, as Triton's grouped GEMM passes its matrices): tl::Tensor registers its CPU storage
+// here, and the interpreter maps an address inside one of these to a pointer into it.
+void register_host_memory(void* base, size_t bytes);
+void unregister_host_memory(void* base, size_t bytes);
+std::vector<std::pair<void*, size_t>> host_memory();
 
 // Number of threads the interpreter uses by default (TILEDSL_INTERPRETER_THREADS, else the cores).
 int default_interpreter_threads();

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/Backend.h"
+#include "runtime/Interpreter.h"
 #include "runtime/cuda/Driver.h"
 
 namespace tiledsl {
@@ -19,7 +20,16 @@ struct Tensor::Storage {
   Device device = Device::cpu;
   bool owned = true;
   std::function<void(void*)> deleter;
+  bool registered = false;  // with the interpreter's host memory (runtime::register_host_memory)
+  // Host memory becomes reachable through addresses a kernel computes (pointer casts).
+  void register_host() {
+    if (device.is_cpu() && ptr) {
+      runtime::register_host_memory(ptr, bytes);
+      registered = true;
+    }
+  }
   ~Storage() {
+    if (registered) runtime::unregister_host_memory(ptr, bytes);
     if (!owned) {
       if (deleter) deleter(ptr);
     } else if (device.is_cpu()) {
@@ -130,6 +140,7 @@ Tensor Tensor::empty(const std::vector<int64_t>& shape, DType dtype, Device devi
     t.storage_->ptr = reinterpret_cast<void*>(p);
   }
   if (!t.storage_->ptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
+  t.storage_->register_host();
   return t;
 }
 
@@ -165,6 +176,7 @@ Tensor Tensor::from_blob(void* data, const std::vector<int64_t>& shape, const st
   t.storage_->device = device;
   t.storage_->owned = false;
   t.storage_->deleter = std::move(deleter);
+  t.storage_->register_host();
   return t;
 }
 

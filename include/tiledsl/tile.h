@@ -268,6 +268,8 @@ V binary(BinOp op, V a, V b, const SourceLoc& loc);
 V compare(CmpPred p, V a, V b, const SourceLoc& loc);
 V unary(UnOp op, V a, const SourceLoc& loc);
 V cast(V a, DType t, const SourceLoc& loc);
+V to_pointer(V a, DType pointee, const SourceLoc& loc);
+V from_pointer(V a, DType t, const SourceLoc& loc);
 V bitcast(V a, DType t, const SourceLoc& loc);
 V program_id(int axis, const SourceLoc& loc);
 V num_programs(int axis, const SourceLoc& loc);
@@ -349,8 +351,19 @@ class Tile : public Handle {
   // Conversion to another element type (Triton's x.to(dtype)).
   template <class U>
   Tile<U> to(TILEDSL_LOC) const {
-    static_assert(!detail::is_ptr_v<T> && !detail::is_ptr_v<U>, "tiledsl: pointer tiles cannot be converted");
-    return Tile<U>(detail::cast(value(), dtype_v<U>, loc));
+    if constexpr (detail::is_ptr_v<U>) {
+      // Triton's x.to(tl.pointer_type(T)): from a 64-bit integer (an address, as Triton's grouped
+      // GEMM passes its matrices) or another pointer.
+      static_assert(detail::is_ptr_v<T> || std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>,
+                    "tiledsl: only 64-bit integers and pointers convert to pointers");
+      return Tile<U>(detail::to_pointer(value(), dtype_v<typename U::pointee>, loc));
+    } else if constexpr (detail::is_ptr_v<T>) {
+      static_assert(std::is_same_v<U, int64_t> || std::is_same_v<U, uint64_t>,
+                    "tiledsl: a pointer converts to int64_t or uint64_t only");
+      return Tile<U>(detail::from_pointer(value(), dtype_v<U>, loc));
+    } else {
+      return Tile<U>(detail::cast(value(), dtype_v<U>, loc));
+    }
   }
 
   // x(tl::_, tl::newaxis): keep or insert dimensions (Triton's x[:, None]).

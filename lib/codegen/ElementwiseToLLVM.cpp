@@ -87,8 +87,14 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
         off = is_unsigned(ot.dtype()) ? b_.CreateZExt(off, b_.getInt64Ty()) : b_.CreateSExt(off, b_.getInt64Ty());
       return b_.CreateGEP(scalar_type(t.pointee().dtype() == DType::i1 ? DType::i8 : t.pointee().dtype()), a[0], off);
     }
-    case OpKind::Cast:
+    case OpKind::Cast: {
+      const bool to_ptr = op.result()->type.element().is_pointer();
+      if (ptr || to_ptr) {  // pointers: one LLVM type for every pointee; to and from i64
+        if (ptr && to_ptr) return a[0];
+        return to_ptr ? b_.CreateIntToPtr(a[0], type_of(op.result()->type)) : b_.CreatePtrToInt(a[0], b_.getInt64Ty());
+      }
       return cast(a[0], d, op.result()->type.dtype());
+    }
     case OpKind::Bitcast:
       return b_.CreateBitCast(a[0], type_of(op.result()->type));
     default:

@@ -191,6 +191,8 @@ V binary(BinOp op, V a, V b, const SourceLoc& loc) { return B.binary(bin_kind(op
 V compare(CmpPred p, V a, V b, const SourceLoc& loc) { return B.compare(pred_name(p), a, b, L); }
 V unary(UnOp op, V a, const SourceLoc& loc) { return B.unary(un_kind(op), a, L); }
 V cast(V a, DType t, const SourceLoc& loc) { return B.cast(a, t, L); }
+V to_pointer(V a, DType pointee, const SourceLoc& loc) { return B.to_pointer(a, pointee, L); }
+V from_pointer(V a, DType t, const SourceLoc& loc) { return B.from_pointer(a, t, L); }
 V bitcast(V a, DType t, const SourceLoc& loc) { return B.bitcast(a, t, L); }
 V program_id(int axis, const SourceLoc& loc) { return B.program_id(axis, L); }
 V num_programs(int axis, const SourceLoc& loc) { return B.num_programs(axis, L); }

@@ -195,6 +195,21 @@ Value* Builder::cast(Value* v, DType to, const Location& loc) {
   return make(OpKind::Cast, {v}, v->type.with_element(scalar(to)), {}, loc);
 }
 
+Value* Builder::to_pointer(Value* v, DType pointee, const Location& loc) {
+  const bool from_ptr = v->type.element().is_pointer();
+  if (!from_ptr && v->type.dtype() != DType::i64 && v->type.dtype() != DType::u64)
+    fail(loc, "to", fmt::format("only 64-bit integers and pointers convert to pointers, got {}", ty(v)));
+  Type to = v->type.with_element(Type::pointer(scalar(pointee)));
+  if (to == v->type) return v;
+  return make(OpKind::Cast, {v}, to, {}, loc);
+}
+
+Value* Builder::from_pointer(Value* v, DType to, const Location& loc) {
+  if (!v->type.element().is_pointer() || (to != DType::i64 && to != DType::u64))
+    fail(loc, "to", fmt::format("a pointer converts to i64 or u64 only, got {} to {}", ty(v), name(to)));
+  return make(OpKind::Cast, {v}, v->type.with_element(scalar(to)), {}, loc);
+}
+
 Value* Builder::bitcast(Value* v, DType to, const Location& loc) {
   if (v->type.element().is_pointer() || bit_width(v->type.dtype()) != bit_width(to))
     fail(loc, "bitcast", fmt::format("cannot reinterpret {} as {}: bit widths differ", ty(v), name(to)));

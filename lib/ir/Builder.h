@@ -49,6 +49,10 @@ class Builder {
   Value* gather(Value* src, Value* index, int axis, const Location& loc);
 
   Value* cast(Value* v, DType to, const Location& loc);
+  // Pointer conversions (Triton's x.to(tl.pointer_type(T)) and p.to(tl.int64)): a 64-bit integer
+  // to a pointer to `pointee`, a pointer to another pointee, or a pointer to a 64-bit integer.
+  Value* to_pointer(Value* v, DType pointee, const Location& loc);
+  Value* from_pointer(Value* v, DType to, const Location& loc);
   Value* bitcast(Value* v, DType to, const Location& loc);
 
   Value* unary(OpKind k, Value* v, const Location& loc);

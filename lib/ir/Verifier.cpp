@@ -313,8 +313,8 @@ class Verifier {
       }
       case OpKind::Gather: {
         const int64_t axis = o.attr_int("axis");
-        bool ok = ty(0).is_tile() && ty(1).is_tile() && res(0).is_tile() && is_number(ty(0)) &&
-                  is_number(ty(1)) && is_int(ty(1).dtype()) && ty(1).dtype() != DType::i1 && res(0).element() == ty(0).element() &&
+        bool ok = ty(0).is_tile() && ty(1).is_tile() && res(0).is_tile() && is_number(ty(0)) && is_number(ty(1)) &&
+                  is_int(ty(1).dtype()) && ty(1).dtype() != DType::i1 && res(0).element() == ty(0).element() &&
                   res(0).shape() == ty(1).shape() && ty(0).shape().size() == ty(1).shape().size() && axis >= 0 &&
                   axis < static_cast<int64_t>(ty(0).shape().size());
         for (size_t d = 0; ok && d < ty(0).shape().size(); ++d)
@@ -328,13 +328,22 @@ class Verifier {
         rule(ty(0).is_tile() && same_tile(ty(0), res(0)), "changes only the layout of a tile");
         break;
       case OpKind::Cast:
-      case OpKind::Bitcast:
-        rule(is_number(ty(0)) && is_number(res(0)) && ty(0).shape() == res(0).shape(),
-             "converts numbers, keeping the shape");
+      case OpKind::Bitcast: {
+        // Cast also converts pointers: to another pointee, or to and from 64-bit integers.
+        auto wide_int = [&](Type t) { return is_number(t) && (t.dtype() == DType::i64 || t.dtype() == DType::u64); };
+        const bool pa = ty(0).element().is_pointer(), pr = res(0).element().is_pointer();
+        if (o.kind == OpKind::Cast && (pa || pr))
+          rule(ty(0).shape() == res(0).shape() && (pa || wide_int(ty(0))) && (pr || wide_int(res(0))),
+               "converts a pointer to a pointer or a 64-bit integer, or a 64-bit integer to a pointer, keeping the "
+               "shape");
+        else
+          rule(is_number(ty(0)) && is_number(res(0)) && ty(0).shape() == res(0).shape(),
+               "converts numbers, keeping the shape");
         rule(ty(0).layout() == res(0).layout(), "converts numbers, keeping the layout");
         if (o.kind == OpKind::Bitcast)
           rule(bit_width(ty(0).dtype()) == bit_width(res(0).dtype()), "bitcast keeps the bit width");
         break;
+      }
       case OpKind::Cmp:
         rule(ty(0) == ty(1) && res(0).element() == Type::scalar(DType::i1) && res(0).shape() == ty(0).shape(),
              "compares two values of one type into booleans of their shape");
