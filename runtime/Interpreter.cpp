@@ -392,6 +392,9 @@ void Program::exec(const Op& op) {
       return exec_shape(op, out);
     case OpKind::Gather:
       return exec_gather(op, out);
+    case OpKind::InlineAsm:
+      fail(op,
+           "inline_asm_elementwise runs on the GPU only: the interpreter cannot execute PTX (Triton's cannot either)");
     case OpKind::Cast:
     case OpKind::Bitcast:
       return exec_cast(op, out);

@@ -97,6 +97,9 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
     }
     case OpKind::Bitcast:
       return b_.CreateBitCast(a[0], type_of(op.result()->type));
+    case OpKind::InlineAsm:  // the user's PTX, one element per call; impure unless declared pure
+      return inline_ptx(op.attr_str("asm"), op.attr_str("constraints"), type_of(op.result()->type), a,
+                        /*side_effects=*/op.attr_int("pure") == 0);
     default:
       unsupported(op);
   }

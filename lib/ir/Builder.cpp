@@ -195,6 +195,45 @@ Value* Builder::cast(Value* v, DType to, const Location& loc) {
   return make(OpKind::Cast, {v}, v->type.with_element(scalar(to)), {}, loc);
 }
 
+namespace {
+// The number of output ('=') and input constraints in an inline-asm constraint string ("=r,r,r").
+std::pair<int, int> constraint_counts(const std::string& c) {
+  int outs = 0, ins = 0;
+  size_t start = 0;
+  while (start <= c.size()) {
+    size_t end = c.find(',', start);
+    if (end == std::string::npos) end = c.size();
+    std::string_view item(c.data() + start, end - start);
+    if (!item.empty() && item[0] != '~') ++(item[0] == '=' ? outs : ins);
+    start = end + 1;
+  }
+  return {outs, ins};
+}
+}  // namespace
+
+Value* Builder::inline_asm(const std::string& asm_text, const std::string& constraints, std::vector<Value*> args,
+                           DType result, bool pure, int pack, const Location& loc) {
+  const char* op = "inline_asm_elementwise";
+  if (args.empty()) fail(loc, op, "needs at least one argument");
+  if (pack != 1)
+    fail(loc, op, fmt::format("pack must be 1 (elements packed into one register are not supported), got {}", pack));
+  auto [outs, ins] = constraint_counts(constraints);
+  if (outs != 1 || ins != static_cast<int>(args.size()))
+    fail(loc, op,
+         fmt::format("the constraints \"{}\" must name one output ('=...') and {} inputs, one per argument; they name "
+                     "{} and {}",
+                     constraints, args.size(), outs, ins));
+  std::vector<int64_t> shape;
+  for (Value* a : args) {
+    if (a->type.element().is_pointer()) fail(loc, op, fmt::format("arguments are numbers, got {}", ty(a)));
+    shape = broadcast_shape(shape, shape_of(a), loc, op);
+  }
+  for (Value*& a : args) a = broadcast_to(a, shape, loc);
+  Type t = shape.empty() ? scalar(result) : Type::tile(shape, scalar(result));
+  return make(OpKind::InlineAsm, args, t,
+              {{"asm", asm_text}, {"constraints", constraints}, {"pure", int64_t{pure}}, {"pack", int64_t{pack}}}, loc);
+}
+
 Value* Builder::to_pointer(Value* v, DType pointee, const Location& loc) {
   const bool from_ptr = v->type.element().is_pointer();
   if (!from_ptr && v->type.dtype() != DType::i64 && v->type.dtype() != DType::u64)

@@ -311,6 +311,13 @@ class Verifier {
                            shape_str(perm), types_str()));
         break;
       }
+      case OpKind::InlineAsm: {
+        bool ok = is_number(res(0)) && o.attr_int("pack") == 1;
+        for (size_t i = 0; ok && i < o.operands.size(); ++i)
+          ok = is_number(ty(i)) && ty(i).shape() == res(0).shape() && ty(i).layout() == res(0).layout();
+        rule(ok, "runs on numbers of the result's shape and layout, pack 1");
+        break;
+      }
       case OpKind::Gather: {
         const int64_t axis = o.attr_int("axis");
         bool ok = ty(0).is_tile() && ty(1).is_tile() && res(0).is_tile() && is_number(ty(0)) && is_number(ty(1)) &&

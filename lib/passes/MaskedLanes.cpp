@@ -23,7 +23,9 @@ bool read_only_under(const ir::Value* v, const ir::Value* mask, const Uses& uses
   auto it = uses.find(v);
   if (it == uses.end()) return true;
   for (const auto& [user, operand] : it->second) {
-    if (ir::has_trait(user->kind, ir::kElementwise) || user->kind == ir::OpKind::ConvertLayout) {
+    // (inline asm may act on what it reads: it counts as observing every lane)
+    if ((ir::has_trait(user->kind, ir::kElementwise) && user->kind != ir::OpKind::InlineAsm) ||
+        user->kind == ir::OpKind::ConvertLayout) {
       if (!read_only_under(user->result(), mask, uses, seen)) return false;
     } else if (user->kind == ir::OpKind::Store) {
       // The pointer or the value of a store under the same mask; never the mask itself.

@@ -544,3 +544,63 @@ TEST_CASE("reductions and scans over tuples; max with its index", "[interp]") {
   require_equal(host<int32_t>(imin), arg_min);
   require_equal(host<int32_t>(kept), arg_min);
 }
+
+// Triton's inline_asm_elementwise: on the GPU the user's PTX runs per element (a funnel shift,
+// rotating each u32 left by a per-element amount, and an f32 fma in one instruction); the
+// interpreter cannot run PTX and says so, naming the line. The PTX is checked either way.
+TEST_CASE("inline_asm_elementwise runs PTX per element on the GPU", "[interp]") {
+  auto k = tl::kernel(
+      "inline_asm", {"x", "s", "f", "rot", "fma", "n", "BLOCK"},
+      [](tl::Ptr<uint32_t> x, tl::Ptr<uint32_t> s, tl::Ptr<float> f, tl::Ptr<uint32_t> rot, tl::Ptr<float> fma,
+         tl::Int n, tl::Constexpr BLOCK) {
+        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+        auto mask = offs < n;
+        auto v = tl::load(x + offs, mask, 0u), by = tl::load(s + offs, mask, 0u);
+        tl::store(rot + offs,
+                  tl::inline_asm_elementwise<uint32_t>("shf.l.wrap.b32 $0, $1, $1, $2;", "=r,r,r", std::tuple{v, by}),
+                  mask);
+        auto a = tl::load(f + offs, mask, 0.0f);
+        tl::Float two = 2.0f;
+        tl::store(fma + offs,
+                  tl::inline_asm_elementwise<float>("fma.rn.f32 $0, $1, $2, $3;", "=f,f,f,f", std::tuple{a, two, a}),
+                  mask);
+      });
+  const int n = 301;
+  auto x = random_bits<uint32_t>(n, 1001), s = uniform<uint32_t>(n, 1002, 0, 31);
+  auto f = uniform<float>(n, 1003, -100, 100);
+  auto rot = poison<uint32_t>({n});
+  auto fma = poison<float>({n});
+  auto launch = [&] { k[blocks(n)](tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, n, kBlock); };
+  if (!on_gpu()) {
+    CHECK_THROWS_WITH(launch(), Catch::Contains("test_math.cpp") && Catch::Contains("runs on the GPU only"));
+  } else {
+    launch();
+    std::vector<uint32_t> want(n);
+    std::vector<float> wfma(n);
+    for (int i = 0; i < n; ++i) {
+      want[i] = s[i] ? (x[i] << s[i]) | (x[i] >> (32 - s[i])) : x[i];
+      wfma[i] = std::fma(f[i], 2.0f, f[i]);
+    }
+    require_equal(host<uint32_t>(rot), want);
+    require_equal(host<float>(fma), wfma);
+  }
+#ifdef TILEDSL_ENABLE_CODEGEN
+  tl::CompiledKernel c = k.compile(tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, n, kBlock);
+  CHECK(c.ptx.find("shf.l.wrap.b32") != std::string::npos);
+  CHECK(c.ptx.find("fma.rn.f32") != std::string::npos);
+#endif
+}
+
+TEST_CASE("inline_asm_elementwise checks its constraints against its arguments", "[interp]") {
+  auto run = [](const char* constraints, int pack) {
+    auto k = tl::kernel("bad_asm", {"x"}, [&](tl::Ptr<uint32_t> x) {
+      auto v = tl::load(x + tl::arange(0, 16));
+      tl::store(x + tl::arange(0, 16),
+                tl::inline_asm_elementwise<uint32_t>("mov.b32 $0, $1;", constraints, std::tuple{v}, true, pack));
+    });
+    k[tl::grid(1)](tensor<uint32_t>(std::vector<uint32_t>(16, 1)));
+  };
+  CHECK_THROWS_WITH(run("=r,r,r", 1), Catch::Contains("must name one output ('=...') and 1 inputs"));
+  CHECK_THROWS_WITH(run("r", 1), Catch::Contains("they name 0 and 1"));
+  CHECK_THROWS_WITH(run("=r,r", 4), Catch::Contains("pack must be 1"));
+}
