@@ -1071,32 +1071,49 @@ inline const char* precision_name(InputPrecision p) {
 }
 }  // namespace detail
 
-// a [M, K] @ b [K, N] with f32 accumulation; f16, bf16 or f32 inputs of one dtype (int8 below).
+// a [M, K] @ b [K, N] with f32 accumulation; f16, bf16, f32 or fp8 (f8e4m3, f8e5m2) inputs of one
+// dtype (int8 below). 3-D tiles [B, M, K] @ [B, K, N] are a batch of dots (Triton's 3-D dot).
+namespace detail {
+template <class T>
+inline constexpr bool dot_input_v = std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float> ||
+                                    std::is_same_v<T, f8e4m3> || std::is_same_v<T, f8e5m2>;
+}  // namespace detail
+#define TILEDSL_DOT_INPUTS                                                                                 \
+  static_assert(detail::dot_input_v<T>,                                                                    \
+                "tl::dot: inputs must be tl::f16, tl::bf16, float, tl::f8e4m3 or tl::f8e5m2 tiles of one " \
+                "type")
 template <class T>
 Tile<float> dot(const Tile<T>& a, const Tile<T>& b, TILEDSL_LOC) {
-  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
-                "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
+  TILEDSL_DOT_INPUTS;
   return Tile<float>(detail::dot(a.value(), b.value(), nullptr, loc));
 }
 template <class T>
 Tile<float> dot(const Tile<T>& a, const Tile<T>& b, const Tile<float>& acc, TILEDSL_LOC) {
-  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
-                "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
+  TILEDSL_DOT_INPUTS;
   return Tile<float>(detail::dot(a.value(), b.value(), acc.value(), loc));
 }
 template <class T>
 Tile<float> dot(const Tile<T>& a, const Tile<T>& b, InputPrecision input_precision, TILEDSL_LOC) {
-  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
-                "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
+  TILEDSL_DOT_INPUTS;
   return Tile<float>(detail::dot(a.value(), b.value(), nullptr, loc, detail::precision_name(input_precision)));
 }
 template <class T>
 Tile<float> dot(const Tile<T>& a, const Tile<T>& b, const Tile<float>& acc, InputPrecision input_precision,
                 TILEDSL_LOC) {
-  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>,
-                "tl::dot: inputs must be tl::f16, tl::bf16 or float tiles of one type");
+  TILEDSL_DOT_INPUTS;
   return Tile<float>(detail::dot(a.value(), b.value(), acc.value(), loc, detail::precision_name(input_precision)));
 }
+// Triton's out_dtype=tl.float16 (f16 or fp8 inputs): an f16 accumulator. The products sum in f32
+// and the result rounds to f16 once per dot; Triton's tensor cores accumulate in f16 inside the
+// dot, so its sums round more often (ours are as close to the exact value, or closer).
+template <class T>
+Tile<f16> dot(const Tile<T>& a, const Tile<T>& b, const Tile<f16>& acc, TILEDSL_LOC) {
+  static_assert(std::is_same_v<T, f16> || std::is_same_v<T, f8e4m3> || std::is_same_v<T, f8e5m2>,
+                "tl::dot: an f16 accumulator (Triton's out_dtype=tl.float16) takes f16 or fp8 inputs");
+  detail::V sum = detail::dot(a.value(), b.value(), detail::cast(acc.value(), DType::f32, loc), loc);
+  return Tile<f16>(detail::cast(sum, DType::f16, loc));
+}
+#undef TILEDSL_DOT_INPUTS
 
 // int8 inputs: exact products summed in i32 (wrapping on overflow, as the tensor cores'
 // mma.sync.m16n8k32.s32.s8.s8.s32 do), the accumulator an i32 tile. input_precision does not apply.

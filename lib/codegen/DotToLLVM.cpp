@@ -70,7 +70,11 @@ Regs Lowering::lower_dot(const ir::Op& op) {
     llvm::Value* hi = tf32(x);
     return {hi, precision == "tf32x3" ? tf32(b_.CreateFSub(x, hi)) : nullptr};
   };
-  auto widen = [&](llvm::Value* x) { return ints ? b_.CreateSExt(x, acc_type) : b_.CreateFPExt(x, f32); };
+  const DType in_type = a->type.dtype();
+  auto widen = [&](llvm::Value* x) {
+    if (ints) return b_.CreateSExt(x, acc_type);
+    return is_fp8(in_type) ? decode_fp8(x, in_type) : b_.CreateFPExt(x, f32);  // fp8: exact in f32
+  };
   std::map<int64_t, std::pair<llvm::Value*, llvm::Value*>> av, bvals;
   for (auto& [key, row_base] : rows)
     av[key] = parts(widen(b_.CreateLoad(et, b_.CreateGEP(et, smem, b_.CreateAdd(row_base, k)))));

@@ -495,16 +495,19 @@ Value* Builder::atomic_cas(Value* ptr, Value* cmp, Value* v, const Location& loc
 
 Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc, const std::string& input_precision) {
   const auto &sa = shape_of(a), &sb = shape_of(b);
+  if (sa.size() == 3 && sb.size() == 3) return batched_dot(a, b, acc, loc, input_precision);
   if (sa.size() != 2 || sb.size() != 2)
-    fail(loc, "dot", fmt::format("operands must be 2-D tiles, got {} and {}", ty(a), ty(b)));
+    fail(loc, "dot", fmt::format("operands must be 2-D tiles (or 3-D, batched), got {} and {}", ty(a), ty(b)));
   if (sa[1] != sb[0])
     fail(loc, "dot",
          fmt::format("inner dimensions differ: a is {} and b is {} ({} != {})", shape_str(sa), shape_str(sb), sa[1],
                      sb[0]));
   DType ta = a->type.dtype(), tb = b->type.dtype();
-  auto ok = [](DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::i8; };
+  auto ok = [](DType t) {
+    return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::i8 || is_fp8(t);
+  };
   if (a->type.element().is_pointer() || b->type.element().is_pointer() || !ok(ta) || !ok(tb))
-    fail(loc, "dot", fmt::format("operands must be f16, bf16, f32 or i8, got {} and {}", ty(a), ty(b)));
+    fail(loc, "dot", fmt::format("operands must be f16, bf16, f32, fp8 or i8, got {} and {}", ty(a), ty(b)));
   if (ta != tb) fail(loc, "dot", fmt::format("operands must have one dtype, got {} and {}", ty(a), ty(b)));
   std::vector<int64_t> out{sa[0], sb[1]};
   const DType acc_type = dot_accumulator(ta);
@@ -518,6 +521,35 @@ Value* Builder::dot(Value* a, Value* b, Value* acc, const Location& loc, const s
     fail(loc, "dot", fmt::format("input_precision must be ieee, tf32 or tf32x3, got '{}'", input_precision));
   if (ta == DType::f32) attrs["input_precision"] = input_precision.empty() ? std::string("tf32") : input_precision;
   return make(OpKind::Dot, {a, b, acc}, result, attrs, loc);
+}
+
+// [B, M, K] x [B, K, N] (+ [B, M, N]): one 2-D dot per batch, each operand's slice taken with a
+// gather along the batch dimension, the results put back in place by selects (Triton's 3-D dot).
+Value* Builder::batched_dot(Value* a, Value* b, Value* acc, const Location& loc, const std::string& input_precision) {
+  const auto sa = shape_of(a), sb = shape_of(b);
+  if (sa[0] != sb[0])
+    fail(loc, "dot", fmt::format("batch dimensions differ: a is {} and b is {}", shape_str(sa), shape_str(sb)));
+  const int64_t batch = sa[0];
+  auto slice = [&](Value* v, int64_t i) {
+    std::vector<int64_t> s = shape_of(v), one = s;
+    one[0] = 1;
+    Value* at = full(one, constant_int(i, DType::i32, loc), loc, "dot");
+    return reshape(gather(v, at, 0, loc), {s[1], s[2]}, loc);
+  };
+  Value* out = nullptr;
+  Value* which = nullptr;
+  for (int64_t i = 0; i < batch; ++i) {
+    Value* c = dot(slice(a, i), slice(b, i), acc ? slice(acc, i) : nullptr, loc, input_precision);
+    const std::vector<int64_t> shape{batch, c->type.shape()[0], c->type.shape()[1]};
+    c = broadcast_to(expand_dims(c, 0, loc), shape, loc);
+    if (!out) {
+      out = c;
+      which = broadcast_to(expand_dims(expand_dims(arange(0, batch, loc), 1, loc), 2, loc), shape, loc);
+      continue;
+    }
+    out = select(compare("eq", which, constant_int(i, DType::i32, loc), loc), c, out, loc);
+  }
+  return out;
 }
 
 namespace {

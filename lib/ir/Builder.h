@@ -81,6 +81,7 @@ class Builder {
   // `input_precision` ("ieee", "tf32", "tf32x3"; empty: Triton's default, tf32) is recorded on
   // dots of f32 operands; f16 and bf16 values are exact in tf32, so it is dropped for them.
   Value* dot(Value* a, Value* b, Value* acc, const Location& loc, const std::string& input_precision = "");
+  Value* batched_dot(Value* a, Value* b, Value* acc, const Location& loc, const std::string& input_precision);
   // Reductions and scans: the op is created with an empty combine region holding 2N scalar
   // arguments; the caller fills it (ending with yield) and calls finish_combine.
   Op* begin_reduce(const std::vector<Value*>& inputs, int axis, const Location& loc, const char* name);

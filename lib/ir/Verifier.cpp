@@ -413,9 +413,11 @@ class Verifier {
         break;
       case OpKind::Dot: {
         const auto &a = ty(0).shape(), &b = ty(1).shape();
-        auto ok_type = [](DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::i8; };
+        auto ok_type = [](DType t) {
+          return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::i8 || is_fp8(t);
+        };
         rule(is_number(ty(0)) && is_number(ty(1)) && ty(0).dtype() == ty(1).dtype() && ok_type(ty(0).dtype()),
-             "operands must be f16, bf16, f32 or i8 tiles of one type");
+             "operands must be f16, bf16, f32, fp8 or i8 tiles of one type");
         rule(a.size() == 2 && b.size() == 2 && a[1] == b[0] && ty(2) == res(0) &&
                  res(0).dtype() == dot_accumulator(ty(0).dtype()) && is_number(res(0)) &&
                  res(0).shape() == std::vector<int64_t>{a[0], b[1]},

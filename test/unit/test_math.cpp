@@ -604,3 +604,85 @@ TEST_CASE("inline_asm_elementwise checks its constraints against its arguments",
   CHECK_THROWS_WITH(run("r", 1), Catch::Contains("they name 0 and 1"));
   CHECK_THROWS_WITH(run("=r,r", 4), Catch::Contains("pack must be 1"));
 }
+
+// Dots beyond the 2-D f16/bf16/f32/int8 ones: fp8 inputs (f32 fma in k order on both backends:
+// bit for bit), an f16 accumulator (Triton's out_dtype=tl.float16: f32 sums rounded to f16 once),
+// and 3-D batched dots with an accumulator.
+TEST_CASE("dots on fp8, into f16, and batched in 3-D", "[interp]") {
+  constexpr int M = 32, K = 64, N = 16, B = 4;
+  auto k = tl::kernel(
+      "more_dots", {"a", "b", "e4", "e5", "h", "hacc", "h_out", "x", "y", "z", "batched"},
+      [](tl::Ptr<float> a, tl::Ptr<float> b, tl::Ptr<float> e4, tl::Ptr<float> e5, tl::Ptr<tl::f16> h,
+         tl::Ptr<tl::f16> hacc, tl::Ptr<tl::f16> h_out, tl::Ptr<float> x, tl::Ptr<float> y, tl::Ptr<float> z,
+         tl::Ptr<float> batched) {
+        auto m = tl::arange(0, M), kk = tl::arange(0, K), n = tl::arange(0, N);
+        auto av = tl::load(a + m(tl::_, tl::newaxis) * K + kk(tl::newaxis, tl::_));
+        auto bv = tl::load(b + kk(tl::_, tl::newaxis) * N + n(tl::newaxis, tl::_));
+        auto out = m(tl::_, tl::newaxis) * N + n(tl::newaxis, tl::_);
+        tl::store(e4 + out, tl::dot(av.to<tl::f8e4m3>(), bv.to<tl::f8e4m3>()));
+        tl::store(e5 + out, tl::dot(av.to<tl::f8e5m2>(), bv.to<tl::f8e5m2>()));
+        auto acc = tl::load(hacc + out);
+        tl::store(h_out + out,
+                  tl::dot(tl::load(h + m(tl::_, tl::newaxis) * K + kk(tl::newaxis, tl::_)), bv.to<tl::f16>(), acc));
+        // [B, M, K] x [B, K, N] + [B, M, N]
+        auto bb = tl::arange(0, B);
+        auto x3 = tl::load(x + bb(tl::_, tl::newaxis, tl::newaxis) * (M * K) + m(tl::newaxis, tl::_, tl::newaxis) * K +
+                           kk(tl::newaxis, tl::newaxis, tl::_));
+        auto y3 = tl::load(y + bb(tl::_, tl::newaxis, tl::newaxis) * (K * N) + kk(tl::newaxis, tl::_, tl::newaxis) * N +
+                           n(tl::newaxis, tl::newaxis, tl::_));
+        auto o3 = bb(tl::_, tl::newaxis, tl::newaxis) * (M * N) + m(tl::newaxis, tl::_, tl::newaxis) * N +
+                  n(tl::newaxis, tl::newaxis, tl::_);
+        tl::store(batched + o3, tl::dot(x3, y3, tl::load(z + o3), tl::InputPrecision::ieee));
+      });
+  auto a = uniform<float>(M * K, 1011, -2, 2), b = uniform<float>(K * N, 1012, -2, 2);
+  auto h = uniform<tl::f16>(M * K, 1013, -1, 1), hacc = uniform<tl::f16>(M * N, 1014, -4, 4);
+  auto x = uniform<float>(B * M * K, 1015, -1, 1), y = uniform<float>(B * K * N, 1016, -1, 1);
+  auto z = uniform<float>(B * M * N, 1017, -3, 3);
+  auto e4 = poison<float>({M * N}), e5 = poison<float>({M * N}), batched = poison<float>({B * M * N});
+  auto h_out = poison<tl::f16>({M * N});
+  k[tl::grid(1)](tensor<float>(a), tensor<float>(b), e4, e5, tensor<tl::f16>(h), tensor<tl::f16>(hacc), h_out,
+                 tensor<float>(x), tensor<float>(y), tensor<float>(z), batched);
+  // f32 fma in k order, as both backends compute these (the fp8 and ieee dots stay on FMA).
+  auto kdot = [](const std::vector<float>& p, const std::vector<float>& q, int m, int n, int K_, int N_, float init) {
+    float s = init;
+    for (int i = 0; i < K_; ++i)
+      s = std::fma(p[static_cast<size_t>(m) * K_ + i], q[static_cast<size_t>(i) * N_ + n], s);
+    return s;
+  };
+  for (auto [fmt_a, got] : {std::pair{0, &e4}, std::pair{1, &e5}}) {
+    std::vector<float> pa(a.size()), pb(b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      pa[i] = fmt_a ? static_cast<float>(tl::f8e5m2(a[i])) : static_cast<float>(tl::f8e4m3(a[i]));
+    for (size_t i = 0; i < b.size(); ++i)
+      pb[i] = fmt_a ? static_cast<float>(tl::f8e5m2(b[i])) : static_cast<float>(tl::f8e4m3(b[i]));
+    std::vector<float> want(M * N);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) want[i * N + j] = kdot(pa, pb, i, j, K, N, 0.0f);
+    INFO((fmt_a ? "e5m2" : "e4m3"));
+    require_equal(host<float>(*got), want);
+  }
+  {
+    std::vector<float> ph(h.begin(), h.end()), pb(b.size());
+    for (size_t i = 0; i < b.size(); ++i) pb[i] = static_cast<float>(tl::f16(b[i]));
+    std::vector<tl::f16> want(M * N);
+    std::vector<double> wide(M * N);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        const float s = kdot(ph, pb, i, j, K, N, static_cast<float>(hacc[i * N + j]));
+        want[i * N + j] = tl::f16(s);
+        wide[i * N + j] = s;
+      }
+    if (on_gpu())  // f16 inputs go to the tensor cores: another summation order, then one rounding
+      require_close(host<tl::f16>(h_out), wide, 0.07, 2e-3);
+    else
+      require_equal(host<tl::f16>(h_out), want);
+  }
+  std::vector<float> want3(B * M * N);
+  for (int q = 0; q < B; ++q) {
+    std::vector<float> xs(x.begin() + q * M * K, x.begin() + (q + 1) * M * K);
+    std::vector<float> ys(y.begin() + q * K * N, y.begin() + (q + 1) * K * N);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) want3[q * M * N + i * N + j] = kdot(xs, ys, i, j, K, N, z[q * M * N + i * N + j]);
+  }
+  require_equal(host<float>(batched), want3);
+}
