@@ -1,7 +1,8 @@
 // Randomly generated kernels, the differential test of code generation against the interpreter.
 //
 // Each seed traces a different kernel over 2-D tiles: a random chain of elementwise float and
-// integer ops, reductions broadcast back, scans, transposes, dots (f32 and bf16) and casts, with
+// integer ops, reductions broadcast back, scans, transposes, dots (f32 and bf16), casts, flips,
+// sorts, gathers, joins and splits, tuple reductions, div_rn and Philox on 64 bits, with
 // masked loads and stores over a matrix whose size fills no tile. Run with TILEDSL_BACKEND=gpu
 // and TILEDSL_COMPARE_INTERPRETER=1 (ctest's gpu.differential), every launch also runs in the
 // interpreter and the two must agree (runtime/Dispatch.h); without a GPU (label interp) each
@@ -43,7 +44,7 @@ F clamp(const F& v) { return tl::minimum(tl::maximum(v, -4.0f), 4.0f); }
 // One random op on values of `p`, its result added to the pool it belongs in.
 void random_op(std::mt19937& g, Pools& p, int64_t rows, int64_t cols) {
   auto any = [&]() -> const F& { return g() % 2 || p.approx.empty() ? pick(g, p.exact) : pick(g, p.approx); };
-  switch (g() % 20) {
+  switch (g() % 26) {
     case 0:
       p.approx.push_back(clamp(any() + any()));
       break;
@@ -110,6 +111,41 @@ void random_op(std::mt19937& g, Pools& p, int64_t rows, int64_t cols) {
       break;
     case 18:
       p.exact.push_back(tl::floor(pick(g, p.exact) * 0.5f));
+      break;
+    // Issue 18's functions: shapes, sorting, gather, tuple reductions, division, Philox on 64 bits.
+    case 19:
+      p.exact.push_back(tl::flip(pick(g, p.exact), static_cast<int>(g() % 2)));
+      break;
+    case 20:
+      p.exact.push_back(tl::sort(pick(g, p.exact), -1, g() % 2 == 0));
+      break;
+    case 21: {  // gather along an axis by an index made from integers
+      const int axis = static_cast<int>(g() % 2);
+      const int64_t dim = axis == 0 ? rows : cols;
+      p.exact.push_back(tl::gather(pick(g, p.exact), tl::abs(pick(g, p.ints) % static_cast<int32_t>(dim)), axis));
+      break;
+    }
+    case 22: {  // join two tiles and take them apart again, keeping the larger
+      auto [u, v] = tl::split(tl::join(pick(g, p.exact), pick(g, p.exact)));
+      p.exact.push_back(tl::maximum(u, v));
+      break;
+    }
+    case 23: {  // a row argmax with its value through a tuple reduction, broadcast back
+      const F& v = pick(g, p.exact);
+      auto idx = tl::broadcast_to(tl::arange(0, cols)(tl::newaxis, tl::_), {rows, cols});
+      auto [m, i] = tl::reduce(std::tuple{v, idx}, 1, [](auto v1, auto i1, auto v2, auto i2) {
+        auto pick_left = (v1 > v2) | ((v1 == v2) & (i1 < i2));
+        return std::tuple{tl::where(pick_left, v1, v2), tl::where(pick_left, i1, i2)};
+      });
+      p.ints.push_back(tl::expand_dims(i, 1) + idx);
+      p.exact.push_back(tl::expand_dims(m, 1) - v);
+      break;
+    }
+    case 24:
+      p.approx.push_back(tl::div_rn(any(), tl::abs(any()) + 1.0f));
+      break;
+    case 25:  // Philox4x64 on 64-bit offsets made from integers
+      p.ints.push_back((tl::randint(7, pick(g, p.ints).to<int64_t>() * 1000003) & 0xffffull).to<int32_t>());
       break;
     default:
       p.exact.push_back((pick(g, p.ints) % 1024).to<float>());
