@@ -329,6 +329,7 @@ class Verifier {
         rule(ok,
              "gathers a tile of numbers along an axis in range by an integer index tile of its rank and other "
              "dimensions; the result has the index's shape and the source's element type");
+        rule(ty(1).layout() == res(0).layout(), "the index has the result's layout");
         break;
       }
       case OpKind::ConvertLayout:

@@ -114,7 +114,7 @@ TEST_CASE("dot of a 1-D tile", "[error]") {
   });
   auto x = f32(256), out = f32(256);
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x, out),
-                      err("dot_rank", "dot: operands must be 2-D tiles, got tile<16xf32> and tile<16x16xf32>"));
+                      err("dot_rank", "dot: operands must be 2-D tiles (or 3-D, batched), got tile<16xf32> and tile<16x16xf32>"));
 }
 
 TEST_CASE("dot with an accumulator of the wrong shape", "[error]") {
