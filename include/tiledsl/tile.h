@@ -280,8 +280,8 @@ V expand_dims(V v, int axis, const SourceLoc& loc);
 V reshape(V v, const std::vector<int64_t>& shape, const SourceLoc& loc);
 V trans(V v, const std::vector<int64_t>& perm, const SourceLoc& loc);
 V gather(V src, V index, int axis, const SourceLoc& loc);
-V inline_asm(const std::string& asm_text, const std::string& constraints, const std::vector<V>& args, DType result,
-             bool pure, int pack, const SourceLoc& loc);
+std::vector<V> inline_asm(const std::string& asm_text, const std::string& constraints, const std::vector<V>& args,
+                          const std::vector<DType>& results, bool pure, int pack, const SourceLoc& loc);
 V select(V c, V a, V b, const SourceLoc& loc);
 V fma(V a, V b, V c, const SourceLoc& loc);
 V math(const char* fn, V a, const SourceLoc& loc);
@@ -549,14 +549,22 @@ Tile<T> permute(const Tile<T>& x, const std::vector<int64_t>& perm, TILEDSL_LOC)
 // `asm_text` runs once per element, `$0` the result (of type R) and `$1`, `$2`, ... the elements of
 // `args` (a std::tuple of tiles and scalars, broadcast to one shape), with LLVM inline-asm
 // constraints in their order ("=r,r,r": "r" for 32-bit integers, "l" 64-bit, "h" 16-bit, "f" f32,
-// "d" f64). GPU only: the interpreter cannot execute PTX. pack must be 1 (Triton's pack > 1 packs
-// narrow elements into one register). Never merged or removed, pure or not.
+// "d" f64). Several result types (Triton's tuple dtype) give a std::tuple of tiles, `$0`, `$1`...
+// the results and the arguments after them. GPU only: the interpreter cannot execute PTX. pack
+// must be 1 (Triton's pack > 1 packs narrow elements into one register). Never merged or removed
+// by the passes, pure or not.
 //   auto y = tl::inline_asm_elementwise<uint32_t>("shf.l.wrap.b32 $0, $1, $1, $2;", "=r,r,r", std::tuple{x, n});
-template <class R, class... T>
-Tile<R> inline_asm_elementwise(const std::string& asm_text, const std::string& constraints,
-                               const std::tuple<Tile<T>...>& args, bool is_pure = true, int pack = 1, TILEDSL_LOC) {
+template <class... R, class... T>
+auto inline_asm_elementwise(const std::string& asm_text, const std::string& constraints,
+                            const std::tuple<Tile<T>...>& args, bool is_pure = true, int pack = 1, TILEDSL_LOC) {
+  static_assert(sizeof...(R) >= 1, "tl::inline_asm_elementwise: name the result type(s): <float>, <R1, R2>");
   std::vector<detail::V> vs = std::apply([](const auto&... x) { return std::vector<detail::V>{x.value()...}; }, args);
-  return Tile<R>(detail::inline_asm(asm_text, constraints, vs, dtype_v<R>, is_pure, pack, loc));
+  std::vector<detail::V> out = detail::inline_asm(asm_text, constraints, vs, {dtype_v<R>...}, is_pure, pack, loc);
+  if constexpr (sizeof...(R) == 1)
+    return Tile<R...>(out[0]);
+  else
+    return [&]<size_t... I>(std::index_sequence<I...>) { return std::tuple<Tile<R>...>{Tile<R>(out[I])...}; }
+  (std::index_sequence_for<R...>{});
 }
 // Triton's tl.gather: the elements of `src` picked along `axis` by `index` (an integer tile of
 // src's rank, whose other dimensions are src's): result[i][j] = src[index[i][j]][j] for axis 0.

@@ -4,6 +4,25 @@
 
 namespace tiledsl::codegen {
 
+// The user's PTX, one call per element: one result is the call's value, several a struct of them.
+// Impure unless declared pure (LLVM may then merge or drop calls; the tiledsl passes never do).
+void Lowering::lower_inline_asm(const ir::Op& op) {
+  const size_t n = static_cast<size_t>(num_regs(op.result())), results = op.results.size();
+  std::vector<llvm::Type*> types;
+  for (const auto& r : op.results) types.push_back(type_of(r->type));
+  llvm::Type* ret = results == 1 ? types[0] : llvm::StructType::get(ctx_, types);
+  std::vector<Regs> out(results);
+  for (size_t r = 0; r < n; ++r) {
+    std::vector<llvm::Value*> args;
+    for (const ir::Value* v : op.operands) args.push_back(get(v)[r]);
+    llvm::Value* call = inline_ptx(op.attr_str("asm"), op.attr_str("constraints"), ret, args,
+                                   /*side_effects=*/op.attr_int("pure") == 0);
+    for (size_t i = 0; i < results; ++i)
+      out[i].push_back(results == 1 ? call : b_.CreateExtractValue(call, static_cast<unsigned>(i)));
+  }
+  for (size_t i = 0; i < results; ++i) vals_[op.result(i)] = out[i];
+}
+
 Regs Lowering::lower_elementwise(const ir::Op& op) {
   size_t n = static_cast<size_t>(num_regs(op.result()));
   Regs out;
@@ -97,9 +116,6 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
     }
     case OpKind::Bitcast:
       return b_.CreateBitCast(a[0], type_of(op.result()->type));
-    case OpKind::InlineAsm:  // the user's PTX, one element per call; impure unless declared pure
-      return inline_ptx(op.attr_str("asm"), op.attr_str("constraints"), type_of(op.result()->type), a,
-                        /*side_effects=*/op.attr_int("pure") == 0);
     default:
       unsupported(op);
   }

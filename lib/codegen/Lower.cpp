@@ -224,6 +224,8 @@ void Lowering::lower(const ir::Op& op) {
       return lower_scan(op);
     case OpKind::Philox:
       return lower_philox(op);
+    case OpKind::InlineAsm:
+      return lower_inline_asm(op);
     case OpKind::AtomicRMW:
     case OpKind::AtomicCAS:
       vals_[op.result()] = lower_atomic(op);

@@ -147,6 +147,7 @@ class Lowering {
                const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of);
   Regs lower_shape(const ir::Op& op);
   Regs lower_gather(const ir::Op& op);
+  void lower_inline_asm(const ir::Op& op);
 
   // --- Elementwise (ElementwiseToLLVM.cpp) -------------------------------------------------
   Regs lower_elementwise(const ir::Op& op);

@@ -205,9 +205,9 @@ V expand_dims(V v, int axis, const SourceLoc& loc) { return B.expand_dims(v, axi
 V reshape(V v, const std::vector<int64_t>& shape, const SourceLoc& loc) { return B.reshape(v, shape, L); }
 V trans(V v, const std::vector<int64_t>& perm, const SourceLoc& loc) { return B.trans(v, perm, L); }
 V gather(V src, V index, int axis, const SourceLoc& loc) { return B.gather(src, index, axis, L); }
-V inline_asm(const std::string& asm_text, const std::string& constraints, const std::vector<V>& args, DType result,
-             bool pure, int pack, const SourceLoc& loc) {
-  return B.inline_asm(asm_text, constraints, args, result, pure, pack, L);
+std::vector<V> inline_asm(const std::string& asm_text, const std::string& constraints, const std::vector<V>& args,
+                          const std::vector<DType>& results, bool pure, int pack, const SourceLoc& loc) {
+  return B.inline_asm(asm_text, constraints, args, results, pure, pack, L);
 }
 V select(V c, V a, V b, const SourceLoc& loc) { return B.select(c, a, b, L); }
 V fma(V a, V b, V c, const SourceLoc& loc) { return B.fma(a, b, c, L); }

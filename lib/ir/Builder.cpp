@@ -211,27 +211,33 @@ std::pair<int, int> constraint_counts(const std::string& c) {
 }
 }  // namespace
 
-Value* Builder::inline_asm(const std::string& asm_text, const std::string& constraints, std::vector<Value*> args,
-                           DType result, bool pure, int pack, const Location& loc) {
+std::vector<Value*> Builder::inline_asm(const std::string& asm_text, const std::string& constraints,
+                                        std::vector<Value*> args, const std::vector<DType>& results, bool pure,
+                                        int pack, const Location& loc) {
   const char* op = "inline_asm_elementwise";
   if (args.empty()) fail(loc, op, "needs at least one argument");
   if (pack != 1)
     fail(loc, op, fmt::format("pack must be 1 (elements packed into one register are not supported), got {}", pack));
   auto [outs, ins] = constraint_counts(constraints);
-  if (outs != 1 || ins != static_cast<int>(args.size()))
+  if (outs != static_cast<int>(results.size()) || ins != static_cast<int>(args.size()))
     fail(loc, op,
-         fmt::format("the constraints \"{}\" must name one output ('=...') and {} inputs, one per argument; they name "
-                     "{} and {}",
-                     constraints, args.size(), outs, ins));
+         fmt::format("the constraints \"{}\" must name {} outputs ('=...'), one per result, and {} inputs, one per "
+                     "argument; they name {} and {}",
+                     constraints, results.size(), args.size(), outs, ins));
   std::vector<int64_t> shape;
   for (Value* a : args) {
     if (a->type.element().is_pointer()) fail(loc, op, fmt::format("arguments are numbers, got {}", ty(a)));
     shape = broadcast_shape(shape, shape_of(a), loc, op);
   }
   for (Value*& a : args) a = broadcast_to(a, shape, loc);
-  Type t = shape.empty() ? scalar(result) : Type::tile(shape, scalar(result));
-  return make(OpKind::InlineAsm, args, t,
-              {{"asm", asm_text}, {"constraints", constraints}, {"pure", int64_t{pure}}, {"pack", int64_t{pack}}}, loc);
+  std::vector<Type> types;
+  for (DType r : results) types.push_back(shape.empty() ? scalar(r) : Type::tile(shape, scalar(r)));
+  Op* o =
+      create(OpKind::InlineAsm, args, types,
+             {{"asm", asm_text}, {"constraints", constraints}, {"pure", int64_t{pure}}, {"pack", int64_t{pack}}}, loc);
+  std::vector<Value*> out;
+  for (size_t i = 0; i < results.size(); ++i) out.push_back(o->result(i));
+  return out;
 }
 
 Value* Builder::to_pointer(Value* v, DType pointee, const Location& loc) {

@@ -47,8 +47,8 @@ class Builder {
   Value* reshape(Value* v, const std::vector<int64_t>& shape, const Location& loc);
   Value* trans(Value* v, std::vector<int64_t> perm, const Location& loc);
   Value* gather(Value* src, Value* index, int axis, const Location& loc);
-  Value* inline_asm(const std::string& asm_text, const std::string& constraints, std::vector<Value*> args, DType result,
-                    bool pure, int pack, const Location& loc);
+  std::vector<Value*> inline_asm(const std::string& asm_text, const std::string& constraints, std::vector<Value*> args,
+                                 const std::vector<DType>& results, bool pure, int pack, const Location& loc);
 
   Value* cast(Value* v, DType to, const Location& loc);
   // Pointer conversions (Triton's x.to(tl.pointer_type(T)) and p.to(tl.int64)): a 64-bit integer

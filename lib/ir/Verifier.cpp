@@ -312,10 +312,12 @@ class Verifier {
         break;
       }
       case OpKind::InlineAsm: {
-        bool ok = is_number(res(0)) && o.attr_int("pack") == 1;
+        bool ok = o.attr_int("pack") == 1;
+        for (size_t i = 0; ok && i < o.results.size(); ++i)
+          ok = is_number(res(i)) && res(i).shape() == res(0).shape() && res(i).layout() == res(0).layout();
         for (size_t i = 0; ok && i < o.operands.size(); ++i)
           ok = is_number(ty(i)) && ty(i).shape() == res(0).shape() && ty(i).layout() == res(0).layout();
-        rule(ok, "runs on numbers of the result's shape and layout, pack 1");
+        rule(ok, "runs on numbers of the results' shape and layout, pack 1");
         break;
       }
       case OpKind::Gather: {

@@ -550,9 +550,9 @@ TEST_CASE("reductions and scans over tuples; max with its index", "[interp]") {
 // interpreter cannot run PTX and says so, naming the line. The PTX is checked either way.
 TEST_CASE("inline_asm_elementwise runs PTX per element on the GPU", "[interp]") {
   auto k = tl::kernel(
-      "inline_asm", {"x", "s", "f", "rot", "fma", "n", "BLOCK"},
+      "inline_asm", {"x", "s", "f", "rot", "fma", "lo", "hi", "n", "BLOCK"},
       [](tl::Ptr<uint32_t> x, tl::Ptr<uint32_t> s, tl::Ptr<float> f, tl::Ptr<uint32_t> rot, tl::Ptr<float> fma,
-         tl::Int n, tl::Constexpr BLOCK) {
+         tl::Ptr<uint32_t> lo, tl::Ptr<uint32_t> hi, tl::Int n, tl::Constexpr BLOCK) {
         auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
         auto mask = offs < n;
         auto v = tl::load(x + offs, mask, 0u), by = tl::load(s + offs, mask, 0u);
@@ -564,13 +564,22 @@ TEST_CASE("inline_asm_elementwise runs PTX per element on the GPU", "[interp]") 
         tl::store(fma + offs,
                   tl::inline_asm_elementwise<float>("fma.rn.f32 $0, $1, $2, $3;", "=f,f,f,f", std::tuple{a, two, a}),
                   mask);
+        // Two results (Triton's tuple dtype): the halves of a u64.
+        auto wide = (v.to<uint64_t>() << 32) | by.to<uint64_t>();
+        auto [low, high] =
+            tl::inline_asm_elementwise<uint32_t, uint32_t>("mov.b64 {$0, $1}, $2;", "=r,=r,l", std::tuple{wide});
+        tl::store(lo + offs, low, mask);
+        tl::store(hi + offs, high, mask);
       });
   const int n = 301;
   auto x = random_bits<uint32_t>(n, 1001), s = uniform<uint32_t>(n, 1002, 0, 31);
   auto f = uniform<float>(n, 1003, -100, 100);
   auto rot = poison<uint32_t>({n});
   auto fma = poison<float>({n});
-  auto launch = [&] { k[blocks(n)](tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, n, kBlock); };
+  auto lo = poison<uint32_t>({n}), hi = poison<uint32_t>({n});
+  auto launch = [&] {
+    k[blocks(n)](tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, lo, hi, n, kBlock);
+  };
   if (!on_gpu()) {
     CHECK_THROWS_WITH(launch(), Catch::Contains("test_math.cpp") && Catch::Contains("runs on the GPU only"));
   } else {
@@ -583,10 +592,14 @@ TEST_CASE("inline_asm_elementwise runs PTX per element on the GPU", "[interp]") 
     }
     require_equal(host<uint32_t>(rot), want);
     require_equal(host<float>(fma), wfma);
+    require_equal(host<uint32_t>(lo), s);
+    require_equal(host<uint32_t>(hi), x);
   }
 #ifdef TILEDSL_ENABLE_CODEGEN
-  tl::CompiledKernel c = k.compile(tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, n, kBlock);
+  tl::CompiledKernel c =
+      k.compile(tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, lo, hi, n, kBlock);
   CHECK(c.ptx.find("shf.l.wrap.b32") != std::string::npos);
+  CHECK(c.ptx.find("mov.b64 {") != std::string::npos);
   CHECK(c.ptx.find("fma.rn.f32") != std::string::npos);
 #endif
 }
@@ -600,7 +613,7 @@ TEST_CASE("inline_asm_elementwise checks its constraints against its arguments",
     });
     k[tl::grid(1)](tensor<uint32_t>(std::vector<uint32_t>(16, 1)));
   };
-  CHECK_THROWS_WITH(run("=r,r,r", 1), Catch::Contains("must name one output ('=...') and 1 inputs"));
+  CHECK_THROWS_WITH(run("=r,r,r", 1), Catch::Contains("must name 1 outputs ('=...'), one per result, and 1 inputs"));
   CHECK_THROWS_WITH(run("r", 1), Catch::Contains("they name 0 and 1"));
   CHECK_THROWS_WITH(run("=r,r", 4), Catch::Contains("pack must be 1"));
 }
