@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "passes/Replacements.h"
 
@@ -73,6 +74,7 @@ class Eliminator {
       Op& op = *owned;
       replacements_.rewrite_operands(op);
       for (auto& r : op.regions) block(*r);
+      if (op.kind == ir::OpKind::For || op.kind == ir::OpKind::While) forget_across(op, added);
       if (!ir::has_trait(op.kind, ir::kPure) || !op.regions.empty() || op.results.empty()) {
         kept.push_back(std::move(owned));
         continue;
@@ -94,6 +96,25 @@ class Eliminator {
     }
     b.ops = std::move(kept);
     for (auto [h, op] : added) {
+      auto [lo, hi] = available_.equal_range(h);
+      for (auto it = lo; it != hi; ++it)
+        if (it->second == op) {
+          available_.erase(it);
+          break;
+        }
+    }
+  }
+
+  // A tile this block computed before `loop` that the loop does not read is not reused after it:
+  // the same value computed again after the loop keeps registers free during it (a kernel's
+  // epilogue addresses the same rows as its prologue's loads, and would otherwise hold those
+  // addresses through every iteration). Code generation's own CSE may merge them again.
+  void forget_across(const Op& loop, const std::vector<std::pair<size_t, Op*>>& added) {
+    std::unordered_set<const Value*> read(loop.operands.begin(), loop.operands.end());
+    for (const auto& r : loop.regions)
+      ir::walk(*r, [&](const Op* inner) { read.insert(inner->operands.begin(), inner->operands.end()); });
+    for (auto [h, op] : added) {
+      if (op->results.size() != 1 || !op->result()->type.is_tile() || read.count(op->result())) continue;
       auto [lo, hi] = available_.equal_range(h);
       for (auto it = lo; it != hi; ++it)
         if (it->second == op) {
