@@ -1,8 +1,8 @@
 // Tile rearrangements built from the core ops (tile.h): join, split, interleave, cat, flip, sort,
-// topk and histogram, Triton's functions of the same names. They need no op of their own: a dimension of
-// size 2^m is viewed as m dimensions of size 2 (a hypercube), where the element across one of
-// them is x ^ xor_sum(x, that dimension) on the element's bits; code generation turns each such
-// exchange into a register move or a warp shuffle, as the layout allows.
+// topk, broadcast, swizzle2d and histogram, Triton's functions of the same names. They need no op of their own: a
+// dimension of size 2^m is viewed as m dimensions of size 2 (a hypercube), where the element across one of them is x ^
+// xor_sum(x, that dimension) on the element's bits; code generation turns each such exchange into a register move or a
+// warp shuffle, as the layout allows.
 #pragma once
 
 #include <cstdint>
@@ -204,6 +204,36 @@ Tile<T> topk(const Tile<T>& x, int64_t k, int dim = -1, TILEDSL_LOC) {
   std::vector<int64_t> shape = x.shape();
   shape.back() = k;
   return reshape(h, shape, loc);
+}
+
+// Triton's tl.broadcast(a, b): both broadcast to their common shape (numpy's rule).
+template <class T, class U>
+std::pair<Tile<T>, Tile<U>> broadcast(const Tile<T>& a, const Tile<U>& b, TILEDSL_LOC) {
+  std::vector<int64_t> sa = a.shape(), sb = b.shape();
+  const size_t rank = std::max(sa.size(), sb.size());
+  sa.insert(sa.begin(), rank - sa.size(), 1);
+  sb.insert(sb.begin(), rank - sb.size(), 1);
+  std::vector<int64_t> shape(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (sa[d] != sb[d] && sa[d] != 1 && sb[d] != 1) detail::fail("broadcast", "the shapes do not broadcast", loc);
+    shape[d] = std::max(sa[d], sb[d]);
+  }
+  return {broadcast_to(a, shape, loc), broadcast_to(b, shape, loc)};
+}
+// Triton's tl.swizzle2d(i, j, size_i, size_j, size_g): the row-major index (i, j) of a
+// size_i x size_j grid renumbered so that groups of size_g rows are walked column by column (the
+// matmul tutorial's grouped ordering); the last group may have fewer rows.
+template <class I>
+std::pair<Tile<I>, Tile<I>> swizzle2d(const Tile<I>& i, const Tile<I>& j, const std::type_identity_t<Tile<I>>& size_i,
+                                      const std::type_identity_t<Tile<I>>& size_j,
+                                      const std::type_identity_t<Tile<I>>& size_g, TILEDSL_LOC) {
+  static_assert(detail::is_int_v<I> && !std::is_same_v<I, bool>, "tl::swizzle2d: needs integers");
+  auto linear = i * size_j + j;
+  auto group_elems = size_g * size_j;  // elements in one group of size_g rows
+  auto first_row = (linear / group_elems) * size_g;
+  auto rows = minimum(size_i - first_row, size_g, loc);  // the last group may be short
+  auto within = linear % group_elems;
+  return {first_row + within % rows, within / rows};
 }
 
 // Triton's tl.histogram: how often each of the values 0 .. num_bins - 1 (a power of two) occurs in

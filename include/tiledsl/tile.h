@@ -1066,6 +1066,39 @@ void store(const BlockPtr<T>& bp, const Tile<U>& value, const std::vector<int>& 
   detail::store(ptr, value.value(), mask, loc);
 }
 
+// Triton's tensor descriptors: tl::make_tensor_descriptor(base, shape, strides, block_shape), then
+// desc.load({i, j}) and desc.store({i, j}, value) move the block at those offsets; elements outside
+// `shape` load as zeros and are not stored, the bounds Hopper's TMA checks. Row-major block
+// pointers checked on every dimension (the TMA copy engine itself is not used yet).
+template <class T>
+struct TensorDescriptor {
+  BlockPtr<T> block;  // at offsets 0
+  Tile<T> load(const std::vector<IntArg>& offsets, TILEDSL_LOC) const {
+    return tiledsl::load(advance(block, offsets, loc), all_dims(), Padding::zero, loc);
+  }
+  template <class U>
+  void store(const std::vector<IntArg>& offsets, const Tile<U>& value, TILEDSL_LOC) const {
+    tiledsl::store(advance(block, offsets, loc), value, all_dims(), loc);
+  }
+  std::vector<int> all_dims() const {
+    std::vector<int> d(block.block_shape.size());
+    for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<int>(i);
+    return d;
+  }
+};
+template <class T>
+TensorDescriptor<T> make_tensor_descriptor(const Tile<PtrTo<T>>& base, const std::vector<IntArg>& shape,
+                                           const std::vector<IntArg>& strides, const std::vector<int64_t>& block_shape,
+                                           TILEDSL_LOC) {
+  std::vector<IntArg> zeros;
+  std::vector<int64_t> order;
+  for (size_t d = block_shape.size(); d-- > 0;) {
+    zeros.push_back(IntArg(0, loc));
+    order.push_back(static_cast<int64_t>(d));  // row-major: the last dimension fastest
+  }
+  return {make_block_ptr(base, shape, strides, zeros, block_shape, order, loc)};
+}
+
 // --- Dot, reductions, scans -----------------------------------------------------------------
 // How a dot of f32 inputs multiplies (Triton's input_precision): ieee, exact products; tf32, each
 // input first rounded to tf32 (10 mantissa bits, to nearest, ties away); tf32x3, each input split
@@ -1421,6 +1454,12 @@ std::array<Tile<float>, 4> randn4x(const IntArg& seed, const Tile<O>& offsets, i
 template <class T>
 Tile<T> multiple_of(const Tile<T>& x, std::vector<int64_t> n, TILEDSL_LOC) {
   return Tile<T>(detail::multiple_of(x.value(), n, loc));
+}
+// Triton's tl.max_constancy: a promise that runs of `n` elements are equal. Accepted; the axis
+// analysis does not use it yet (a hint may be ignored).
+template <class T>
+Tile<T> max_constancy(const Tile<T>& x, std::vector<int64_t> /*n*/, TILEDSL_LOC) {
+  return x;
 }
 // Promise that runs of `n` consecutive elements (per dimension) are contiguous.
 template <class T>

@@ -289,3 +289,56 @@ TEST_CASE("the shape functions compile for the GPU without local memory", "[inte
   }
 }
 #endif
+
+// Triton's tensor descriptors (the Hopper attention tutorial's loads), tl.broadcast, tl.swizzle2d
+// and tl.max_constancy.
+TEST_CASE("tensor descriptors load and store blocks with bounds; broadcast; swizzle2d", "[interp]") {
+  auto k = tl::kernel("descriptors", {"x", "out", "pairs", "swz", "rows", "cols", "GROUP"},
+                      [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Ptr<float> pairs, tl::Ptr<int32_t> swz, tl::Int rows,
+                         tl::Int cols, tl::Constexpr GROUP) {
+                        auto pid_m = tl::program_id(0), pid_n = tl::program_id(1);
+                        auto desc_x = tl::make_tensor_descriptor(x, {rows, cols}, {cols, 1}, {16, 32});
+                        auto desc_o = tl::make_tensor_descriptor(out, {rows, cols}, {cols, 1}, {16, 32});
+                        auto block = tl::max_constancy(desc_x.load({pid_m * 16, pid_n * 32}), {1, 1});
+                        desc_o.store({pid_m * 16, pid_n * 32}, block * 2.0f + 1.0f);
+                        // broadcast a column and a row of the block to its shape
+                        auto [c, r] = tl::broadcast(tl::sum(block, 1, true), tl::max(block, 0, true));
+                        auto offs = tl::arange(0, 16)(_, newaxis) * 32 + tl::arange(0, 32)(newaxis, _);
+                        auto program = pid_m * tl::num_programs(1) + pid_n;
+                        tl::store(pairs + program * 512 + offs, c - r);
+                        // swizzle2d of this program's grid position, as the matmul tutorial's grouped order
+                        auto [si, sj] = tl::swizzle2d(pid_m, pid_n, tl::num_programs(0), tl::num_programs(1), GROUP);
+                        tl::store(swz + program * 2 + tl::arange(0, 2), tl::where(tl::arange(0, 2) == 0, si, sj));
+                      });
+  const int rows = 45, cols = 70, gm = 3, gn = 3;  // blocks of 16 x 32: the last row and column are partial
+  auto x = uniform<float>(rows * cols, 1021, -8, 8);
+  auto out = poison<float>({rows * cols});
+  auto pairs = poison<float>({gm * gn * 512});
+  auto swz = poison<int32_t>({gm * gn * 2});
+  k[tl::grid(gm, gn)](tensor<float>(x), out, pairs, swz, rows, cols, 2);
+  std::vector<float> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * 2.0f + 1.0f;
+  require_equal(host<float>(out), want);
+  // The block's padding is zeros: row sums and column maxima over them.
+  std::vector<float> want_pairs;
+  for (int m = 0; m < gm; ++m)
+    for (int n = 0; n < gn; ++n) {
+      auto at = [&](int i, int j) {
+        const int r = m * 16 + i, c = n * 32 + j;
+        return r < rows && c < cols ? x[r * cols + c] : 0.0f;
+      };
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 32; ++j) {
+          float sum = 0, mx = -INFINITY;
+          for (int jj = 0; jj < 32; ++jj) sum += at(i, jj);
+          for (int ii = 0; ii < 16; ++ii) mx = std::max(mx, at(ii, j));
+          want_pairs.push_back(sum - mx);
+        }
+    }
+  // (f32 row sums in some order on either backend)
+  require_close(host<float>(pairs), std::vector<double>(want_pairs.begin(), want_pairs.end()), 1e-4, 1e-5);
+  // swizzle2d(i, j, 3, 3, 2), program (i, j) in row-major order: the first two rows are one group,
+  // walked column by column; the last row is a group of one.
+  const std::vector<int32_t> want_swz{0, 0, 1, 0, 0, 1, 1, 1, 0, 2, 1, 2, 2, 0, 2, 1, 2, 2};
+  require_equal(host<int32_t>(swz), want_swz);
+}
