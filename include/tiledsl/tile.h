@@ -550,9 +550,9 @@ Tile<T> permute(const Tile<T>& x, const std::vector<int64_t>& perm, TILEDSL_LOC)
 // `args` (a std::tuple of tiles and scalars, broadcast to one shape), with LLVM inline-asm
 // constraints in their order ("=r,r,r": "r" for 32-bit integers, "l" 64-bit, "h" 16-bit, "f" f32,
 // "d" f64). Several result types (Triton's tuple dtype) give a std::tuple of tiles, `$0`, `$1`...
-// the results and the arguments after them. GPU only: the interpreter cannot execute PTX. pack
-// must be 1 (Triton's pack > 1 packs narrow elements into one register). Never merged or removed
-// by the passes, pure or not.
+// the results and the arguments after them. pack 2 or 4 hands each call that many elements in one
+// register per operand and result (pack x the element width: 16, 32 or 64 bits; "=r,r" for four
+// u8). GPU only: the interpreter cannot execute PTX. Never merged or removed by the passes.
 //   auto y = tl::inline_asm_elementwise<uint32_t>("shf.l.wrap.b32 $0, $1, $1, $2;", "=r,r,r", std::tuple{x, n});
 template <class... R, class... T>
 auto inline_asm_elementwise(const std::string& asm_text, const std::string& constraints,

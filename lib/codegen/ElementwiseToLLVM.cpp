@@ -8,17 +8,41 @@ namespace tiledsl::codegen {
 // Impure unless declared pure (LLVM may then merge or drop calls; the tiledsl passes never do).
 void Lowering::lower_inline_asm(const ir::Op& op) {
   const size_t n = static_cast<size_t>(num_regs(op.result())), results = op.results.size();
+  const size_t pack = static_cast<size_t>(op.attr_int("pack"));
+  // pack > 1: `pack` registers of one thread (any: the op is elementwise) go to one asm operand,
+  // a vector bitcast to an integer of its width; a last incomplete group is padded with poison.
+  auto packed_type = [&](llvm::Type* t) {
+    return pack == 1 ? t : b_.getIntNTy(static_cast<unsigned>(pack * t->getPrimitiveSizeInBits()));
+  };
   std::vector<llvm::Type*> types;
-  for (const auto& r : op.results) types.push_back(type_of(r->type));
+  for (const auto& r : op.results) types.push_back(packed_type(type_of(r->type)));
   llvm::Type* ret = results == 1 ? types[0] : llvm::StructType::get(ctx_, types);
   std::vector<Regs> out(results);
-  for (size_t r = 0; r < n; ++r) {
+  for (size_t r = 0; r < n; r += pack) {
     std::vector<llvm::Value*> args;
-    for (const ir::Value* v : op.operands) args.push_back(get(v)[r]);
+    for (const ir::Value* v : op.operands) {
+      const Regs& regs = get(v);
+      if (pack == 1) {
+        args.push_back(regs[r]);
+        continue;
+      }
+      llvm::Type* et = type_of(v->type);
+      llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(et, static_cast<unsigned>(pack)));
+      for (size_t e = 0; e < pack && r + e < n; ++e) vec = b_.CreateInsertElement(vec, regs[r + e], uint64_t{e});
+      args.push_back(b_.CreateBitCast(vec, packed_type(et)));
+    }
     llvm::Value* call = inline_ptx(op.attr_str("asm"), op.attr_str("constraints"), ret, args,
                                    /*side_effects=*/op.attr_int("pure") == 0);
-    for (size_t i = 0; i < results; ++i)
-      out[i].push_back(results == 1 ? call : b_.CreateExtractValue(call, static_cast<unsigned>(i)));
+    for (size_t i = 0; i < results; ++i) {
+      llvm::Value* v = results == 1 ? call : b_.CreateExtractValue(call, static_cast<unsigned>(i));
+      if (pack == 1) {
+        out[i].push_back(v);
+        continue;
+      }
+      llvm::Type* et = type_of(op.result(i)->type);
+      llvm::Value* vec = b_.CreateBitCast(v, llvm::FixedVectorType::get(et, static_cast<unsigned>(pack)));
+      for (size_t e = 0; e < pack && r + e < n; ++e) out[i].push_back(b_.CreateExtractElement(vec, uint64_t{e}));
+    }
   }
   for (size_t i = 0; i < results; ++i) vals_[op.result(i)] = out[i];
 }

@@ -216,8 +216,16 @@ std::vector<Value*> Builder::inline_asm(const std::string& asm_text, const std::
                                         int pack, const Location& loc) {
   const char* op = "inline_asm_elementwise";
   if (args.empty()) fail(loc, op, "needs at least one argument");
-  if (pack != 1)
-    fail(loc, op, fmt::format("pack must be 1 (elements packed into one register are not supported), got {}", pack));
+  if (pack != 1 && pack != 2 && pack != 4) fail(loc, op, fmt::format("pack must be 1, 2 or 4, got {}", pack));
+  auto packs = [&](DType t) {
+    return pack == 1 || (t != DType::i1 && bit_width(t) * pack >= 16 && bit_width(t) * pack <= 64);
+  };
+  for (Value* a : args)
+    if (!packs(a->type.dtype()))
+      fail(loc, op, fmt::format("pack {} of {} is not 16, 32 or 64 bits (one register)", pack, ty(a)));
+  for (DType r : results)
+    if (!packs(r))
+      fail(loc, op, fmt::format("pack {} of {} results is not 16, 32 or 64 bits (one register)", pack, name(r)));
   auto [outs, ins] = constraint_counts(constraints);
   if (outs != static_cast<int>(results.size()) || ins != static_cast<int>(args.size()))
     fail(loc, op,

@@ -312,12 +312,19 @@ class Verifier {
         break;
       }
       case OpKind::InlineAsm: {
-        bool ok = o.attr_int("pack") == 1;
+        const int64_t pack = o.attr_int("pack");
+        auto packs = [&](Type t) {
+          return pack == 1 ||
+                 (t.dtype() != DType::i1 && bit_width(t.dtype()) * pack >= 16 && bit_width(t.dtype()) * pack <= 64);
+        };
+        bool ok = pack == 1 || pack == 2 || pack == 4;
         for (size_t i = 0; ok && i < o.results.size(); ++i)
-          ok = is_number(res(i)) && res(i).shape() == res(0).shape() && res(i).layout() == res(0).layout();
+          ok = is_number(res(i)) && packs(res(i)) && res(i).shape() == res(0).shape() &&
+               res(i).layout() == res(0).layout();
         for (size_t i = 0; ok && i < o.operands.size(); ++i)
-          ok = is_number(ty(i)) && ty(i).shape() == res(0).shape() && ty(i).layout() == res(0).layout();
-        rule(ok, "runs on numbers of the results' shape and layout, pack 1");
+          ok = is_number(ty(i)) && packs(ty(i)) && ty(i).shape() == res(0).shape() && ty(i).layout() == res(0).layout();
+        rule(ok,
+             "runs on numbers of the results' shape and layout, pack 1, 2 or 4 elements to a 16- to 64-bit register");
         break;
       }
       case OpKind::Gather: {

@@ -550,9 +550,10 @@ TEST_CASE("reductions and scans over tuples; max with its index", "[interp]") {
 // interpreter cannot run PTX and says so, naming the line. The PTX is checked either way.
 TEST_CASE("inline_asm_elementwise runs PTX per element on the GPU", "[interp]") {
   auto k = tl::kernel(
-      "inline_asm", {"x", "s", "f", "rot", "fma", "lo", "hi", "n", "BLOCK"},
+      "inline_asm", {"x", "s", "f", "rot", "fma", "lo", "hi", "bytes", "halves", "n", "BLOCK"},
       [](tl::Ptr<uint32_t> x, tl::Ptr<uint32_t> s, tl::Ptr<float> f, tl::Ptr<uint32_t> rot, tl::Ptr<float> fma,
-         tl::Ptr<uint32_t> lo, tl::Ptr<uint32_t> hi, tl::Int n, tl::Constexpr BLOCK) {
+         tl::Ptr<uint32_t> lo, tl::Ptr<uint32_t> hi, tl::Ptr<uint8_t> bytes, tl::Ptr<tl::f16> halves, tl::Int n,
+         tl::Constexpr BLOCK) {
         auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
         auto mask = offs < n;
         auto v = tl::load(x + offs, mask, 0u), by = tl::load(s + offs, mask, 0u);
@@ -570,6 +571,15 @@ TEST_CASE("inline_asm_elementwise runs PTX per element on the GPU", "[interp]") 
             tl::inline_asm_elementwise<uint32_t, uint32_t>("mov.b64 {$0, $1}, $2;", "=r,=r,l", std::tuple{wide});
         tl::store(lo + offs, low, mask);
         tl::store(hi + offs, high, mask);
+        // pack 4: four u8 in one 32-bit register (each byte's low bit flipped); pack 2: two f16.
+        auto u8 = (v & 0xffu).to<uint8_t>();
+        tl::store(bytes + offs,
+                  tl::inline_asm_elementwise<uint8_t>("xor.b32 $0, $1, 0x01010101;", "=r,r", std::tuple{u8}, true, 4),
+                  mask);
+        auto h = a.to<tl::f16>();
+        tl::store(halves + offs,
+                  tl::inline_asm_elementwise<tl::f16>("add.rn.f16x2 $0, $1, $2;", "=r,r,r", std::tuple{h, h}, true, 2),
+                  mask);
       });
   const int n = 301;
   auto x = random_bits<uint32_t>(n, 1001), s = uniform<uint32_t>(n, 1002, 0, 31);
@@ -577,8 +587,11 @@ TEST_CASE("inline_asm_elementwise runs PTX per element on the GPU", "[interp]") 
   auto rot = poison<uint32_t>({n});
   auto fma = poison<float>({n});
   auto lo = poison<uint32_t>({n}), hi = poison<uint32_t>({n});
+  auto bytes = poison<uint8_t>({n});
+  auto halves = poison<tl::f16>({n});
   auto launch = [&] {
-    k[blocks(n)](tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, lo, hi, n, kBlock);
+    k[blocks(n)](tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, lo, hi, bytes, halves, n,
+                 kBlock);
   };
   if (!on_gpu()) {
     CHECK_THROWS_WITH(launch(), Catch::Contains("test_math.cpp") && Catch::Contains("runs on the GPU only"));
@@ -594,12 +607,22 @@ TEST_CASE("inline_asm_elementwise runs PTX per element on the GPU", "[interp]") 
     require_equal(host<float>(fma), wfma);
     require_equal(host<uint32_t>(lo), s);
     require_equal(host<uint32_t>(hi), x);
+    std::vector<uint8_t> wbytes(n);
+    std::vector<tl::f16> whalves(n);
+    for (int i = 0; i < n; ++i) {
+      wbytes[i] = static_cast<uint8_t>((x[i] & 0xff) ^ 1);
+      whalves[i] = tl::f16(2.0f * static_cast<float>(tl::f16(f[i])));
+    }
+    require_equal(host<uint8_t>(bytes), wbytes);
+    require_equal(host<tl::f16>(halves), whalves);
   }
 #ifdef TILEDSL_ENABLE_CODEGEN
   tl::CompiledKernel c =
-      k.compile(tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, lo, hi, n, kBlock);
+      k.compile(tensor<uint32_t>(x), tensor<uint32_t>(s), tensor<float>(f), rot, fma, lo, hi, bytes, halves, n, kBlock);
   CHECK(c.ptx.find("shf.l.wrap.b32") != std::string::npos);
   CHECK(c.ptx.find("mov.b64 {") != std::string::npos);
+  CHECK(c.ptx.find("xor.b32") != std::string::npos);
+  CHECK(c.ptx.find("add.rn.f16x2") != std::string::npos);
   CHECK(c.ptx.find("fma.rn.f32") != std::string::npos);
 #endif
 }
@@ -615,7 +638,8 @@ TEST_CASE("inline_asm_elementwise checks its constraints against its arguments",
   };
   CHECK_THROWS_WITH(run("=r,r,r", 1), Catch::Contains("must name 1 outputs ('=...'), one per result, and 1 inputs"));
   CHECK_THROWS_WITH(run("r", 1), Catch::Contains("they name 0 and 1"));
-  CHECK_THROWS_WITH(run("=r,r", 4), Catch::Contains("pack must be 1"));
+  CHECK_THROWS_WITH(run("=r,r", 4), Catch::Contains("pack 4 of tile<16xu32> is not 16, 32 or 64 bits"));
+  CHECK_THROWS_WITH(run("=r,r", 3), Catch::Contains("pack must be 1, 2 or 4"));
 }
 
 // Dots beyond the 2-D f16/bf16/f32/int8 ones: fp8 inputs (f32 fma in k order on both backends:
