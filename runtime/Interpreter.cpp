@@ -534,9 +534,10 @@ void Program::exec_cast(const Op& op, RVal& out) {
     }
     return;
   }
+  const bool toward_zero = (op.attrs.count("rounding") && op.attr_str("rounding") == "rtz");
   for (size_t j = 0; j < n; ++j) {
     if (is_float(from) && is_float(to))
-      out.f.push_back(round_to(to, in.f[j]));
+      out.f.push_back(toward_zero ? round_toward_zero(to, in.f[j]) : round_to(to, in.f[j]));
     else if (is_float(from))
       out.i.push_back(ir::float_to_int(to, in.f[j]));
     else if (is_float(to))

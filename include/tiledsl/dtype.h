@@ -165,6 +165,8 @@ inline constexpr DType dtype_v = DTypeOf<T>::value;
 // Rounds `x` to the nearest value representable in `t` (floats), or wraps it to `t`'s width
 // (integers, as two's complement). Used by the interpreter after every operation.
 double round_to(DType t, double x);
+// The same, rounding toward zero (Triton's fp_downcast_rounding="rtz"): never up in magnitude.
+double round_toward_zero(DType t, double x);
 int64_t wrap_int(DType t, int64_t x);
 
 // Reads/writes one element of dtype `t` at `p` as double (floats) or int64 (integers).

@@ -77,6 +77,9 @@ class Handle {
 
 template <class T>
 class Tile;
+// How a float converts to a narrower float (Triton's fp_downcast_rounding): to nearest even, or
+// toward zero.
+enum class Rounding { rtne, rtz };
 
 namespace detail {
 using V = ir::Value*;
@@ -268,6 +271,7 @@ V binary(BinOp op, V a, V b, const SourceLoc& loc);
 V compare(CmpPred p, V a, V b, const SourceLoc& loc);
 V unary(UnOp op, V a, const SourceLoc& loc);
 V cast(V a, DType t, const SourceLoc& loc);
+V cast_toward_zero(V a, DType t, const SourceLoc& loc);
 V to_pointer(V a, DType pointee, const SourceLoc& loc);
 V from_pointer(V a, DType t, const SourceLoc& loc);
 V bitcast(V a, DType t, const SourceLoc& loc);
@@ -350,6 +354,14 @@ class Tile : public Handle {
     return n;
   }
 
+  // Triton's x.to(dtype, fp_downcast_rounding="rtz"): x.to<tl::f16>(tl::Rounding::rtz) rounds
+  // toward zero (a float to a narrower float, not fp8); rtne is the default.
+  template <class U>
+  Tile<U> to(Rounding rounding, TILEDSL_LOC) const {
+    static_assert(detail::is_float_v<T> && detail::is_float_v<U>, "tiledsl: rounding applies to float conversions");
+    if (rounding == Rounding::rtne) return to<U>(loc);
+    return Tile<U>(detail::cast_toward_zero(value(), dtype_v<U>, loc));
+  }
   // Conversion to another element type (Triton's x.to(dtype)).
   template <class U>
   Tile<U> to(TILEDSL_LOC) const {

@@ -136,6 +136,15 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, const std::vector<llvm::Val
         if (ptr && to_ptr) return a[0];
         return to_ptr ? b_.CreateIntToPtr(a[0], type_of(op.result()->type)) : b_.CreatePtrToInt(a[0], b_.getInt64Ty());
       }
+      if (op.attrs.count("rounding") &&
+          op.attr_str("rounding") == "rtz") {  // toward zero: cvt.rz (float to a narrower float, not fp8)
+        const DType to = op.result()->type.dtype();
+        const char* t = to == DType::f32 ? "f32" : to == DType::f16 ? "f16" : "bf16";
+        const char* f = d == DType::f64 ? "f64" : "f32";
+        const char* reg = to == DType::f32 ? "=f" : "=h";
+        return inline_ptx(fmt::format("cvt.rz.{}.{} $0, $1;", t, f),
+                          fmt::format("{},{}", reg, d == DType::f64 ? "d" : "f"), type_of(op.result()->type), {a[0]});
+      }
       return cast(a[0], d, op.result()->type.dtype());
     }
     case OpKind::Bitcast:

@@ -191,6 +191,7 @@ V binary(BinOp op, V a, V b, const SourceLoc& loc) { return B.binary(bin_kind(op
 V compare(CmpPred p, V a, V b, const SourceLoc& loc) { return B.compare(pred_name(p), a, b, L); }
 V unary(UnOp op, V a, const SourceLoc& loc) { return B.unary(un_kind(op), a, L); }
 V cast(V a, DType t, const SourceLoc& loc) { return B.cast(a, t, L); }
+V cast_toward_zero(V a, DType t, const SourceLoc& loc) { return B.cast_toward_zero(a, t, L); }
 V to_pointer(V a, DType pointee, const SourceLoc& loc) { return B.to_pointer(a, pointee, L); }
 V from_pointer(V a, DType t, const SourceLoc& loc) { return B.from_pointer(a, t, L); }
 V bitcast(V a, DType t, const SourceLoc& loc) { return B.bitcast(a, t, L); }

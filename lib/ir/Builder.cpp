@@ -248,6 +248,16 @@ std::vector<Value*> Builder::inline_asm(const std::string& asm_text, const std::
   return out;
 }
 
+Value* Builder::cast_toward_zero(Value* v, DType to, const Location& loc) {
+  const DType from = v->type.dtype();
+  if (v->type.element().is_pointer() || !is_float(from) || !is_float(to) || bit_width(to) >= bit_width(from))
+    fail(loc, "to",
+         fmt::format("rounding toward zero applies to a float converted to a narrower float, not {} to {}", ty(v),
+                     name(to)));
+  if (is_fp8(to)) fail(loc, "to", "rounding toward zero to fp8 is not supported (PTX converts to fp8 to nearest)");
+  return make(OpKind::Cast, {v}, v->type.with_element(scalar(to)), {{"rounding", std::string("rtz")}}, loc);
+}
+
 Value* Builder::to_pointer(Value* v, DType pointee, const Location& loc) {
   const bool from_ptr = v->type.element().is_pointer();
   if (!from_ptr && v->type.dtype() != DType::i64 && v->type.dtype() != DType::u64)

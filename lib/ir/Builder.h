@@ -51,6 +51,8 @@ class Builder {
                                  const std::vector<DType>& results, bool pure, int pack, const Location& loc);
 
   Value* cast(Value* v, DType to, const Location& loc);
+  // Rounding toward zero (Triton's fp_downcast_rounding="rtz"): float to a narrower float only.
+  Value* cast_toward_zero(Value* v, DType to, const Location& loc);
   // Pointer conversions (Triton's x.to(tl.pointer_type(T)) and p.to(tl.int64)): a 64-bit integer
   // to a pointer to `pointee`, a pointer to another pointee, or a pointer to a 64-bit integer.
   Value* to_pointer(Value* v, DType pointee, const Location& loc);

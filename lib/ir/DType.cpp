@@ -100,6 +100,24 @@ double round_to(DType t, double x) {
   }
 }
 
+double round_toward_zero(DType t, double x) {
+  if (t == DType::f64 || std::isnan(x) || std::isinf(x)) return round_to(t, x);
+  double r = round_to(t, x);
+  if (std::isinf(r) || std::fabs(r) > std::fabs(x)) {
+    // One step toward zero: the largest finite value for an overflow, else the neighbour below in
+    // magnitude (bits - 1, the formats being sign and magnitude).
+    if (t == DType::f32) return static_cast<double>(std::nextafter(static_cast<float>(r), 0.0f));
+    const FloatFormat f = float_format(t);
+    uint32_t bits = encode_float(f, r);
+    if (std::isinf(r))
+      bits = encode_float(f, std::copysign(max_finite(f), x));
+    else
+      bits -= 1;
+    r = decode_float(f, bits);
+  }
+  return r;
+}
+
 int64_t wrap_int(DType t, int64_t x) {
   switch (t) {
     case DType::i1:

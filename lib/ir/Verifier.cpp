@@ -359,6 +359,10 @@ class Verifier {
         rule(ty(0).layout() == res(0).layout(), "converts numbers, keeping the layout");
         if (o.kind == OpKind::Bitcast)
           rule(bit_width(ty(0).dtype()) == bit_width(res(0).dtype()), "bitcast keeps the bit width");
+        if (o.attrs.count("rounding") && o.attr_str("rounding") == "rtz")
+          rule(!pa && !pr && is_float(ty(0).dtype()) && is_float(res(0).dtype()) && !is_fp8(res(0).dtype()) &&
+                   bit_width(res(0).dtype()) < bit_width(ty(0).dtype()),
+               "rounds toward zero only from a float to a narrower float (not fp8)");
         break;
       }
       case OpKind::Cmp:

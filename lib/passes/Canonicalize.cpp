@@ -77,7 +77,8 @@ std::optional<Const> fold(const Op& op, const std::vector<Const>& c) {
       case OpKind::Cast:
         if (out.flt && !foldable_float(rd)) return std::nullopt;
         if (flt && out.flt)
-          out.f = round_to(rd, c[0].f);
+          out.f = (op.attrs.count("rounding") && op.attr_str("rounding") == "rtz") ? round_toward_zero(rd, c[0].f)
+                                                                                   : round_to(rd, c[0].f);
         else if (flt) {
           out.i = ir::float_to_int(rd, c[0].f);
         } else if (out.flt) {

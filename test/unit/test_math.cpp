@@ -723,3 +723,52 @@ TEST_CASE("dots on fp8, into f16, and batched in 3-D", "[interp]") {
   }
   require_equal(host<float>(batched), want3);
 }
+
+// Triton's fp_downcast_rounding="rtz": f32 to f16 and bf16, f64 to f32 and f16, toward zero, bit for
+// bit on both backends (cvt.rz on the GPU), against the nearest-even conversion next to it.
+TEST_CASE("conversions rounding toward zero", "[interp]") {
+  auto k = tl::kernel("rtz", {"x", "d", "h", "b", "hn", "f", "dh", "n", "BLOCK"},
+                      [](tl::Ptr<float> x, tl::Ptr<double> d, tl::Ptr<tl::f16> h, tl::Ptr<tl::bf16> b,
+                         tl::Ptr<tl::f16> hn, tl::Ptr<float> f, tl::Ptr<tl::f16> dh, tl::Int n, tl::Constexpr BLOCK) {
+                        auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+                        auto mask = offs < n;
+                        auto v = tl::load(x + offs, mask, 0.0f);
+                        auto w = tl::load(d + offs, mask, 0.0);
+                        tl::store(h + offs, v.to<tl::f16>(tl::Rounding::rtz), mask);
+                        tl::store(b + offs, v.to<tl::bf16>(tl::Rounding::rtz), mask);
+                        tl::store(hn + offs, v.to<tl::f16>(tl::Rounding::rtne), mask);
+                        tl::store(f + offs, w.to<float>(tl::Rounding::rtz), mask);
+                        tl::store(dh + offs, w.to<tl::f16>(tl::Rounding::rtz), mask);
+                      });
+  const int n = 999;
+  auto x = uniform<float>(n, 1031, -70000, 70000);  // past f16's largest finite value (65504) too
+  auto dv = uniform<double>(n, 1032, -1e5, 1e5);
+  x[0] = 65530.0f;  // rounds to inf to nearest, to 65504 toward zero
+  x[1] = -1e-6f;    // a subnormal in f16
+  auto h = poison<tl::f16>({n}), hn = poison<tl::f16>({n}), dh = poison<tl::f16>({n});
+  auto b = poison<tl::bf16>({n});
+  auto f = poison<float>({n});
+  k[blocks(n)](tensor<float>(x), tensor<double>(dv), h, b, hn, f, dh, n, kBlock);
+  std::vector<tl::f16> wh(n), whn(n), wdh(n);
+  std::vector<tl::bf16> wb(n);
+  std::vector<float> wf(n);
+  for (int i = 0; i < n; ++i) {
+    wh[i] = tl::f16(tl::round_toward_zero(tl::DType::f16, x[i]));
+    wb[i] = tl::bf16(tl::round_toward_zero(tl::DType::bf16, x[i]));
+    whn[i] = tl::f16(x[i]);
+    wf[i] = static_cast<float>(tl::round_toward_zero(tl::DType::f32, dv[i]));
+    wdh[i] = tl::f16(tl::round_toward_zero(tl::DType::f16, dv[i]));
+    // The definition, independently: never above the input in magnitude, and the next value up
+    // in magnitude is above it.
+    REQUIRE(std::fabs(static_cast<double>(static_cast<float>(wh[i]))) <= std::fabs(static_cast<double>(x[i])));
+    REQUIRE(std::fabs(static_cast<double>(wf[i])) <= std::fabs(dv[i]));
+    REQUIRE(std::fabs(static_cast<double>(std::nextafter(wf[i], std::copysign(INFINITY, wf[i])))) > std::fabs(dv[i]));
+  }
+  CHECK(static_cast<float>(wh[0]) == 65504.0f);
+  CHECK(std::isinf(static_cast<float>(whn[0])));
+  require_equal(host<tl::f16>(h), wh);
+  require_equal(host<tl::bf16>(b), wb);
+  require_equal(host<tl::f16>(hn), whn);
+  require_equal(host<float>(f), wf);
+  require_equal(host<tl::f16>(dh), wdh);
+}
