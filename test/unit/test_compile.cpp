@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <random>
 
+#include "attention_kernel.h"
+#include "matmul_kernel.h"
 #include "runtime/cuda/Launcher.h"
 #include "runtime/cuda/Ptxas.h"
 
@@ -102,4 +104,48 @@ TEST_CASE("ptxas runs as a child process without a shell: paths with quotes and 
   CHECK(bad.cubin.empty());
   CHECK(!bad.log.empty());  // ptxas says what is wrong
   std::filesystem::remove_all(dir);
+}
+
+// The configurations tiledsl-bench times on the H200 (sm_90a, wgmma): ptxas must report no spill
+// and no serialized wgmma (warning C7515) for each; a regression in registers shows here first.
+TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90a without spills", "[ptx]") {
+  std::string ptxas = tiledsl::cuda::find_ptxas();
+  if (ptxas.empty()) {
+    WARN("no ptxas here: nothing to check");
+    return;
+  }
+  const char* before = std::getenv("TILEDSL_ARCH");
+  const std::string saved = before ? before : "";
+  setenv("TILEDSL_ARCH", "sm_90a", 1);
+  std::vector<tl::CompiledKernel> compiled;
+  {
+    auto a = tl::Tensor::empty({256, 256}, tl::DType::bf16, tl::Device::cpu);
+    auto c = tl::Tensor::empty({256, 256}, tl::DType::bf16, tl::Device::cpu);
+    const int n = 4096;  // the specialisation of 4096^3 (what matters: divisibility by 16)
+    compiled.push_back(matmul::matmul_bf16_out.compile(tl::LaunchOptions{.num_warps = 8, .num_stages = 3}, a, a, c, n,
+                                                       n, n, n, 1, n, 1, n, 1, 128, 256, 64, 8));
+  }
+  for (int d : {128, 64}) {
+    auto q = tl::Tensor::empty({1, 2, 256, d}, tl::DType::bf16, tl::Device::cpu);
+    auto o = tl::Tensor::empty({1, 2, 256, d}, tl::DType::f32, tl::Device::cpu);
+    for (auto [bm, bn, stages, causal] :
+         {std::array<int, 4>{128, 64, 2, 0}, {128, 64, 3, 0}, {128, 128, 3, 0}, {128, 64, 2, 1}, {128, 64, 3, 1}})
+      compiled.push_back(attention::attention_kernel.compile(tl::LaunchOptions{.num_warps = 8, .num_stages = stages}, q,
+                                                             q, q, o, 0.088f, 32 * 4096 * d, 4096 * d, d, 1, 32, 4096,
+                                                             d, bm, bn, causal, 1));
+  }
+  if (before)
+    setenv("TILEDSL_ARCH", saved.c_str(), 1);
+  else
+    unsetenv("TILEDSL_ARCH");
+  for (const auto& k : compiled) {
+    INFO(k.name << " " << k.traced_ir.substr(k.traced_ir.find("attributes"), 80));
+    CHECK(k.arch == "sm_90a");
+    CHECK(k.ptx.find("wgmma.mma_async") != std::string::npos);
+    tiledsl::cuda::PtxasRun run = tiledsl::cuda::run_ptxas(ptxas, k.ptx, "sm_90a", /*verbose=*/true);
+    INFO(run.log);
+    REQUIRE(run.status == 0);
+    CHECK(run.log.find(" 0 bytes spill stores") != std::string::npos);
+    CHECK(run.log.find("C7515") == std::string::npos);
+  }
 }
