@@ -1,4 +1,5 @@
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/Support/Error.h>
 
 #include "codegen/Lowering.h"
 
@@ -18,6 +19,16 @@ void Lowering::lower_inline_asm(const ir::Op& op) {
   for (const auto& r : op.results) types.push_back(packed_type(type_of(r->type)));
   llvm::Type* ret = results == 1 ? types[0] : llvm::StructType::get(ctx_, types);
   std::vector<Regs> out(results);
+  {  // LLVM checks the constraint string against the operand types: a clear error, not a crash
+    std::vector<llvm::Type*> params;
+    for (const ir::Value* v : op.operands) params.push_back(packed_type(type_of(v->type)));
+    if (llvm::Error e =
+            llvm::InlineAsm::verify(llvm::FunctionType::get(ret, params, false), op.attr_str("constraints")))
+      throw Error(fmt::format(
+          "{}: in kernel '{}': inline_asm_elementwise: the constraints \"{}\" do not fit the "
+          "operands and results: {}",
+          op.loc.line ? op.loc.str() : "<unknown>", f_.name, op.attr_str("constraints"), llvm::toString(std::move(e))));
+  }
   for (size_t r = 0; r < n; r += pack) {
     std::vector<llvm::Value*> args;
     for (const ir::Value* v : op.operands) {

@@ -195,22 +195,6 @@ Value* Builder::cast(Value* v, DType to, const Location& loc) {
   return make(OpKind::Cast, {v}, v->type.with_element(scalar(to)), {}, loc);
 }
 
-namespace {
-// The number of output ('=') and input constraints in an inline-asm constraint string ("=r,r,r").
-std::pair<int, int> constraint_counts(const std::string& c) {
-  int outs = 0, ins = 0;
-  size_t start = 0;
-  while (start <= c.size()) {
-    size_t end = c.find(',', start);
-    if (end == std::string::npos) end = c.size();
-    std::string_view item(c.data() + start, end - start);
-    if (!item.empty() && item[0] != '~') ++(item[0] == '=' ? outs : ins);
-    start = end + 1;
-  }
-  return {outs, ins};
-}
-}  // namespace
-
 std::vector<Value*> Builder::inline_asm(const std::string& asm_text, const std::string& constraints,
                                         std::vector<Value*> args, const std::vector<DType>& results, bool pure,
                                         int pack, const Location& loc) {

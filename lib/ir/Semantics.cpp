@@ -147,6 +147,19 @@ T binary_fn(const std::string& fn, T a, T b) {
 }
 }  // namespace
 
+std::pair<int, int> constraint_counts(const std::string& c) {
+  int outs = 0, ins = 0;
+  size_t start = 0;
+  while (start <= c.size()) {
+    size_t end = c.find(',', start);
+    if (end == std::string::npos) end = c.size();
+    std::string_view item(c.data() + start, end - start);
+    if (!item.empty() && item[0] != '~') ++(item[0] == '=' ? outs : ins);
+    start = end + 1;
+  }
+  return {outs, ins};
+}
+
 double math_fn(const std::string& fn, DType d, double x) {
   return d == DType::f64 ? unary_fn<double>(fn, x) : unary_fn<float>(fn, static_cast<float>(x));
 }

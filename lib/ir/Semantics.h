@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "ir/IR.h"
 
@@ -20,6 +21,9 @@ double float_binary(OpKind k, DType d, double a, double b);
 // The math op's function `fn` (tanh, log1p, ...; erfinv by Newton steps on erf) of `x`, and
 // math2's (pow, atan2, hypot) of `a` and `b`, in the precision the GPU computes `d` in (f64 for
 // f64, f32 for the rest), not yet rounded to `d`.
+// The number of output ('=') and input constraints in an inline-asm constraint string ("=r,r,r";
+// clobbers, "~{memory}", count as neither).
+std::pair<int, int> constraint_counts(const std::string& constraints);
 double math_fn(const std::string& fn, DType d, double x);
 double math2_fn(const std::string& fn, DType d, double a, double b);
 // neg, abs, not on integers of dtype `d`.

@@ -325,6 +325,9 @@ class Verifier {
           ok = is_number(ty(i)) && packs(ty(i)) && ty(i).shape() == res(0).shape() && ty(i).layout() == res(0).layout();
         rule(ok,
              "runs on numbers of the results' shape and layout, pack 1, 2 or 4 elements to a 16- to 64-bit register");
+        auto [outs, ins] = constraint_counts(o.attr_str("constraints"));
+        rule(outs == static_cast<int>(o.results.size()) && ins == static_cast<int>(o.operands.size()),
+             "its constraints name one output per result and one input per operand");
         break;
       }
       case OpKind::Gather: {
