@@ -109,6 +109,18 @@ int64_t slot_of(int64_t addr) {
 
 bool holds_float(Type t) { return !t.element().is_pointer() && is_float(t.dtype()); }
 
+// out[j] = in[index_of(j)] for j < n, in whichever of the integer or float parts `in` holds.
+template <class IndexOf>
+void pick_elements(const RVal& in, RVal& out, size_t n, IndexOf index_of) {
+  if (!in.f.empty()) {
+    out.f.resize(n);
+    for (size_t j = 0; j < n; ++j) out.f[j] = in.f[index_of(j)];
+  } else {
+    out.i.resize(n);
+    for (size_t j = 0; j < n; ++j) out.i[j] = in.i[index_of(j)];
+  }
+}
+
 std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
@@ -418,15 +430,7 @@ void Program::exec_shape(const Op& op, RVal& out) {
   const auto& in_shape = op.operands[0]->type.shape();
   const auto& out_shape = op.result()->type.shape();
   size_t n = static_cast<size_t>(op.result()->type.numel());
-  auto gather = [&](auto index_of) {
-    if (!in.f.empty()) {
-      out.f.resize(n);
-      for (size_t j = 0; j < n; ++j) out.f[j] = in.f[index_of(j)];
-    } else {
-      out.i.resize(n);
-      for (size_t j = 0; j < n; ++j) out.i[j] = in.i[index_of(j)];
-    }
-  };
+  auto gather = [&](auto index_of) { pick_elements(in, out, n, index_of); };
   switch (op.kind) {
     case OpKind::Splat:
       gather([](size_t) { return size_t{0}; });
@@ -487,13 +491,7 @@ void Program::exec_gather(const Op& op, RVal& out) {
     }
     from[j] = src_j;
   }
-  if (!src.f.empty()) {
-    out.f.resize(n);
-    for (size_t j = 0; j < n; ++j) out.f[j] = src.f[from[j]];
-  } else {
-    out.i.resize(n);
-    for (size_t j = 0; j < n; ++j) out.i[j] = src.i[from[j]];
-  }
+  pick_elements(src, out, n, [&](size_t j) { return from[j]; });
 }
 
 void Program::exec_cast(const Op& op, RVal& out) {
@@ -956,6 +954,16 @@ void Program::exec_print(const Op& op) {
   std::cout.flush();
 }
 
+// Whether a cast turns integers into pointers anywhere in `b`.
+bool makes_pointers(const ir::Block& b) {
+  bool found = false;
+  ir::walk(b, [&](const ir::Op* op) {
+    found |= op->kind == OpKind::Cast && op->result()->type.element().is_pointer() &&
+             !op->operands[0]->type.element().is_pointer();
+  });
+  return found;
+}
+
 bool needs_serial(const ir::Block& b) {
   bool serial = false;
   ir::walk(b, [&](const Op* op) {
@@ -970,9 +978,11 @@ void interpret(const ir::Function& f, std::span<const InterpArg> args, std::arra
   TILEDSL_CHECK(f.num_values() > 0 || f.body.ops.empty(), "interpreter: values are not numbered");
   Launch l{f, {}, args, grid, {}};
   for (const auto& a : args) l.allocs.push_back({static_cast<char*>(a.base), a.bytes, a.name});
-  // Then every live host tensor, which addresses the kernel computes may reach (pointer casts).
-  for (const auto& [base, bytes] : host_memory())
-    l.allocs.push_back({static_cast<char*>(base), bytes, fmt::format("the tensor at {}", base)});
+  // Then, for a kernel that makes pointers of integers, every live host tensor: the addresses it
+  // computes or loads may reach any of them.
+  if (makes_pointers(f.body))
+    for (const auto& [base, bytes] : host_memory())
+      l.allocs.push_back({static_cast<char*>(base), bytes, fmt::format("the tensor at {}", base)});
   int64_t total = 0;
   TILEDSL_CHECK(!__builtin_mul_overflow(grid[0], grid[1], &total) && !__builtin_mul_overflow(total, grid[2], &total),
                 "interpreter: the grid's program count overflows (the launch checks it)");

@@ -200,6 +200,8 @@ std::vector<Value*> Builder::inline_asm(const std::string& asm_text, const std::
                                         int pack, const Location& loc) {
   const char* op = "inline_asm_elementwise";
   if (args.empty()) fail(loc, op, "needs at least one argument");
+  for (Value* a : args)
+    if (a->type.element().is_pointer()) fail(loc, op, fmt::format("arguments are numbers, got {}", ty(a)));
   if (pack != 1 && pack != 2 && pack != 4) fail(loc, op, fmt::format("pack must be 1, 2 or 4, got {}", pack));
   auto packs = [&](DType t) {
     return pack == 1 || (t != DType::i1 && bit_width(t) * pack >= 16 && bit_width(t) * pack <= 64);
@@ -217,10 +219,7 @@ std::vector<Value*> Builder::inline_asm(const std::string& asm_text, const std::
                      "argument; they name {} and {}",
                      constraints, results.size(), args.size(), outs, ins));
   std::vector<int64_t> shape;
-  for (Value* a : args) {
-    if (a->type.element().is_pointer()) fail(loc, op, fmt::format("arguments are numbers, got {}", ty(a)));
-    shape = broadcast_shape(shape, shape_of(a), loc, op);
-  }
+  for (Value* a : args) shape = broadcast_shape(shape, shape_of(a), loc, op);
   for (Value*& a : args) a = broadcast_to(a, shape, loc);
   std::vector<Type> types;
   for (DType r : results) types.push_back(shape.empty() ? scalar(r) : Type::tile(shape, scalar(r)));
