@@ -16,6 +16,8 @@ namespace tiledsl::codegen {
 inline constexpr const char* kDefaultArch = "sm_90";
 // Whether `arch` has warpgroup MMA (wgmma), which tensor-core dots then use where they can.
 inline bool has_wgmma(const std::string& arch) { return arch == "sm_90a"; }
+// Whether `arch` converts 32- and 64-bit integers to bf16 in one instruction (cvt.rn.bf16.s64).
+inline bool has_int_to_bf16(const std::string& arch) { return arch == "sm_90" || arch == "sm_90a"; }
 
 // Everything that decides the code, and what to keep of the stages. One struct for the runtime,
 // tiledsl-opt, tiledsl-aot and the tests.

@@ -289,9 +289,26 @@ llvm::Value* Lowering::cast(llvm::Value* x, DType from, DType to) {
                      {tt, x->getType()});
   }
   bool uns = is_unsigned(from) || from == DType::i1;
+  if (to == DType::bf16 && bit_width(from) >= 32 && !has_int_to_bf16(opts_.arch)) return int_to_bf16(x, uns);
   if (is_float(to)) return uns ? b_.CreateUIToFP(x, tt) : b_.CreateSIToFP(x, tt);
   if (to == DType::i1) return b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
   return b_.CreateIntCast(x, tt, !uns);
+}
+
+// A 32- or 64-bit integer to bf16, rounded once to nearest even, where the target has no
+// cvt.rn.bf16.{s,u}{32,64} (before sm_90: LLVM goes through f32, rounding twice: 2^60 + 2^52 + 1
+// becomes 2^60, not 2^60 + 2^53). Round to odd into f32 (toward zero, then the last bit set
+// when that lost anything), then to nearest even into bf16: f32 has more than the two extra
+// bits that makes exact.
+llvm::Value* Lowering::int_to_bf16(llvm::Value* x, bool uns) {
+  const bool wide = x->getType()->getIntegerBitWidth() == 64;
+  llvm::Value* f = inline_ptx(fmt::format("cvt.rz.f32.{}{} $0, $1;", uns ? "u" : "s", wide ? 64 : 32),
+                              wide ? "=f,l" : "=f,r", b_.getFloatTy(), {x});
+  // Exact: |f| <= |x|, so f fits x's type.
+  llvm::Value* back = uns ? b_.CreateFPToUI(f, x->getType()) : b_.CreateFPToSI(f, x->getType());
+  llvm::Value* lost = b_.CreateZExt(b_.CreateICmpNE(back, x), b_.getInt32Ty());
+  llvm::Value* odd = b_.CreateOr(b_.CreateBitCast(f, b_.getInt32Ty()), lost);
+  return b_.CreateFPTrunc(b_.CreateBitCast(odd, b_.getFloatTy()), b_.getBFloatTy());
 }
 
 // Integer / and % with the interpreter's defined results where LLVM's are undefined: a zero

@@ -154,6 +154,7 @@ class Lowering {
   llvm::Value* elementwise(const ir::Op& op, const std::vector<llvm::Value*>& a);
   llvm::Value* compare(const std::string& p, llvm::Value* x, llvm::Value* y, bool flt, bool uns);
   llvm::Value* cast(llvm::Value* x, DType from, DType to);
+  llvm::Value* int_to_bf16(llvm::Value* x, bool uns);
   // A float function op (kFloatMath, or math2's two operands) of dtype `d`; f16, bf16 and fp8
   // compute in f32 and round back.
   llvm::Value* math(const ir::Op& op, llvm::ArrayRef<llvm::Value*> args, DType d);

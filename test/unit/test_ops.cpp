@@ -605,16 +605,25 @@ TEST_CASE("to<T> between float types rounds to nearest even", "[interp]") {
   }
   {
     auto d = uniform<double>(kN, 63, -1e5, 1e5);
+    // Just above a bf16 tie by less than f32 holds: through f32 it would round to even, down.
+    d[0] = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40);
+    d[1] = -(4096.0 + 16.0 + std::ldexp(1.0, -20));
     auto got = run_cast<double, float>(d);
     auto got16 = run_cast<double, tl::f16>(d);
+    auto gotb = run_cast<double, tl::bf16>(d);
     std::vector<float> want(d.size());
     std::vector<tl::f16> want16(d.size());
+    std::vector<tl::bf16> wantb(d.size());
     for (size_t i = 0; i < d.size(); ++i) {
       want[i] = static_cast<float>(d[i]);
       want16[i] = tl::f16(d[i]);  // one rounding, not two
+      wantb[i] = tl::bf16(d[i]);
     }
     require_equal(got, want);
     require_equal(got16, want16);
+    require_equal(gotb, wantb);
+    CHECK(gotb[0].bits == 0x3f81);
+    CHECK(gotb[1].bits == 0xc581);
   }
   {
     auto h = uniform<tl::f16>(kN, 64, -60000, 60000);
@@ -751,7 +760,10 @@ TEST_CASE("to<T> from integers to floats rounds once to nearest even", "[interp]
   i64[0] = (int64_t{1} << 60) + (int64_t{1} << 36) + 1;  // rounding through double would give 2^60
   i64[1] = (int64_t{1} << 60) + (int64_t{1} << 52) + 1;  // likewise for bf16
   i64[2] = std::numeric_limits<int64_t>::min();
+  i64[3] = -((int64_t{1} << 40) + (int64_t{1} << 32) + 7);  // above a bf16 tie: away from zero
   u32[0] = 0xffffffffu;
+  u32[1] = (1u << 31) + (1u << 23) + 1;  // through f32 (a tie there too) bf16 would round twice
+  i32[1] = (1 << 24) + (1 << 16) + 1;
   auto map = [](const auto& in, auto fn) {
     std::vector<decltype(fn(in[0]))> out;
     for (auto v : in) out.push_back(fn(v));
@@ -766,6 +778,27 @@ TEST_CASE("to<T> from integers to floats rounds once to nearest even", "[interp]
   auto bf = run_cast<int64_t, tl::bf16>(i64);
   CHECK(bf[0].bits == tl::bf16(static_cast<float>(i64[0])).bits);
   CHECK(static_cast<double>(static_cast<float>(bf[1])) == std::ldexp(1.0, 60) + std::ldexp(1.0, 53));
+  CHECK(static_cast<double>(static_cast<float>(bf[3])) == -(std::ldexp(1.0, 40) + std::ldexp(1.0, 33)));
+  // Every 32- and 64-bit integer, rounded once (the exact value, as a double or long double).
+  auto long_bf16 = [](long double v) {
+    // bf16 keeps 8 significant bits: round the exact value to them, ties to even.
+    if (v == 0) return tl::bf16(0.0f);
+    int e;
+    long double m = std::frexp(v, &e);  // v = m 2^e, 0.5 <= |m| < 1
+    long double scaled = std::ldexp(m, 8), r = std::nearbyint(scaled);
+    return tl::bf16(static_cast<double>(std::ldexp(r, e - 8)));
+  };
+  auto check_bf16 = [&](const auto& in) {
+    auto got = run_cast<typename std::decay_t<decltype(in)>::value_type, tl::bf16>(in);
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO("element " << i << ": " << in[i]);
+      REQUIRE(got[i].bits == long_bf16(static_cast<long double>(in[i])).bits);
+    }
+  };
+  check_bf16(i32);
+  check_bf16(u32);
+  check_bf16(i64);
+  check_bf16(random_bits<uint64_t>(kN, 85));
 }
 
 TEST_CASE("bitcast reinterprets the bits", "[interp]") {

@@ -435,7 +435,10 @@ TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[int
 // before the second dot (a relative error up to 2^-9 per weight), hence the tolerance.
 TEST_CASE("attention forward on tensor cores matches softmax(Q K^T) V", "[interp]") {
   const int heads = 2;
-  for (auto [n, block_m, block_n, warps] : {std::array<int, 4>{150, 128, 64, 8}, {192, 128, 64, 8}, {256, 64, 128, 4}})
+  // (n, BLOCK_M, BLOCK_N, num_warps, num_stages): 64 x 128 blocks take two stages so that K's and V's
+  // buffers fit sm_80's 163 KiB as well as sm_90's 227 KiB.
+  for (auto [n, block_m, block_n, warps, stages] :
+       {std::array<int, 5>{150, 128, 64, 8, 3}, {192, 128, 64, 8, 3}, {256, 64, 128, 4, 2}})
     for (int head_dim : {64, 128})
       for (int causal : {0, 1}) {
         INFO("n " << n << ", blocks " << block_m << "x" << block_n << ", head dim " << head_dim
@@ -445,7 +448,8 @@ TEST_CASE("attention forward on tensor cores matches softmax(Q K^T) V", "[interp
         auto v = tl::Tensor::randn({1, heads, n, head_dim}, 73 + head_dim, tl::DType::bf16);
         auto o = poison<float>({1, heads, n, head_dim});
         const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-        auto launch = attention::attention_kernel[tl::grid(tl::cdiv(n, block_m), heads)].options({.num_warps = warps});
+        auto launch = attention::attention_kernel[tl::grid(tl::cdiv(n, block_m), heads)].options(
+            {.num_warps = warps, .num_stages = stages});
         launch(q, k, v, o, scale, heads * n * head_dim, n * head_dim, head_dim, 1, heads, n, head_dim, block_m, block_n,
                causal, n % block_n == 0);
         auto qs = q.to_double(), ks = k.to_double(), vs = v.to_double();
