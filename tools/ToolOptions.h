@@ -36,8 +36,8 @@ using NumStagesParser = CheckedInt<1, ir::kMaxNumStages, ir::num_stages_problem>
 struct ArchParser : llvm::cl::parser<std::string> {
   using llvm::cl::parser<std::string>::parser;
   bool parse(llvm::cl::Option& o, llvm::StringRef, llvm::StringRef arg, std::string& value) {
-    if (arg != "sm_80" && arg != "sm_90" && arg != "sm_90a")
-      return o.error("takes sm_80, sm_90 or sm_90a, got '" + arg + "'");
+    if (arg != "sm_80" && arg != "sm_89" && arg != "sm_90" && arg != "sm_90a")
+      return o.error("takes sm_80, sm_89, sm_90 or sm_90a, got '" + arg + "'");
     value = arg.str();
     return false;
   }

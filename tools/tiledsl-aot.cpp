@@ -31,7 +31,7 @@ namespace {
 cl::OptionCategory category("tiledsl-aot options");
 cl::opt<std::string> input(cl::Positional, cl::Required, cl::desc("<kernel.tir>"), cl::cat(category));
 cl::opt<std::string, false, tools::ArchParser> arch("arch", cl::init(codegen::kDefaultArch), cl::value_desc("sm_XX"),
-                                                    cl::desc("The GPU to compile for: sm_80, sm_90 or sm_90a"),
+                                                    cl::desc("The GPU to compile for: sm_80, sm_89, sm_90 or sm_90a"),
                                                     cl::cat(category));
 cl::opt<int, false, tools::NumWarpsParser> num_warps("num-warps", cl::init(4), cl::value_desc("N"),
                                                      cl::desc("Warps per program: 1, 2, 4, 8, 16 or 32 (default 4)"),

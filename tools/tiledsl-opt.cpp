@@ -44,7 +44,7 @@ cl::opt<Emit> emit("emit", cl::init(Emit::ir), cl::desc("What to print (default:
                               clEnumValN(Emit::ptx, "ptx", "run the pass pipeline and print PTX")),
                    cl::cat(category));
 cl::opt<std::string, false, tools::ArchParser> arch("arch", cl::init(codegen::kDefaultArch), cl::value_desc("sm_XX"),
-                                                    cl::desc("The GPU to compile for: sm_80, sm_90 or sm_90a"),
+                                                    cl::desc("The GPU to compile for: sm_80, sm_89, sm_90 or sm_90a"),
                                                     cl::cat(category));
 cl::opt<bool> O0("O0", cl::desc("Skip LLVM's O3 pipeline (readable --emit=llvm)"), cl::cat(category));
 cl::opt<bool> no_fp_fusion("no-fp-fusion", cl::desc("Round every multiply and add on its own (no fma contraction)"),
@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
     popts.num_warps = num_warps;
     popts.num_stages = num_stages;
     popts.wgmma = codegen::has_wgmma(arch);
+    popts.fp8_mma = codegen::has_fp8_mma(arch);
     for (const auto* p : passes) {
       p->run(*f, popts);
       ir::verify(*f, num_warps);

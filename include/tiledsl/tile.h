@@ -1040,6 +1040,13 @@ std::pair<V, V> block_ptr_addresses(V base, const std::vector<Tile<int64_t>>& sh
                                     const std::vector<int>& checked, const SourceLoc& loc);
 void check_block_ptr(size_t rank, size_t strides, size_t offsets, const std::vector<int64_t>& block_shape,
                      const std::vector<int64_t>& order, const SourceLoc& loc);
+// Pointers and in-bounds mask of a descriptor's gather or scatter: rows `rows` (1-D), columns
+// [column, column + block_shape[1]) of a 2-D descriptor whose block has one row.
+std::pair<V, V> descriptor_rows(const char* what, V base, const std::vector<Tile<int64_t>>& shape,
+                                const std::vector<Tile<int64_t>>& strides, const std::vector<int64_t>& block_shape,
+                                V rows, V column, const SourceLoc& loc);
+template <class T, class... U>
+inline constexpr bool one_of_v = (std::is_same_v<T, U> || ...);
 }  // namespace detail
 
 template <class T>
@@ -1082,6 +1089,11 @@ void store(const BlockPtr<T>& bp, const Tile<U>& value, const std::vector<int>& 
 // desc.load({i, j}) and desc.store({i, j}, value) move the block at those offsets; elements outside
 // `shape` load as zeros and are not stored, the bounds Hopper's TMA checks. Row-major block
 // pointers checked on every dimension (the TMA copy engine itself is not used yet).
+// desc.atomic_add({i, j}, value) (and atomic_min, _max, _and, _or, _xor) combine the block into
+// memory element by element, outside `shape` nothing, and return nothing (TMA's reduce); the
+// element types are Triton's. desc.gather(rows, j) loads rows `rows` (a 1-D integer tile) of
+// columns [j, j + block_shape[1]) of a 2-D descriptor whose block has one row; desc.scatter(value,
+// rows, j) stores them. Each is plain pointer arithmetic and a mask here.
 template <class T>
 struct TensorDescriptor {
   BlockPtr<T> block;  // at offsets 0
@@ -1092,10 +1104,56 @@ struct TensorDescriptor {
   void store(const std::vector<IntArg>& offsets, const Tile<U>& value, TILEDSL_LOC) const {
     tiledsl::store(advance(block, offsets, loc), value, all_dims(), loc);
   }
+  // Triton's element types for each: add on u32, i32, u64, f32, f16, bf16; min and max on u32,
+  // i32, u64, i64, f16, bf16; the bitwise ones on u32, i32, u64, i64.
+  static constexpr bool kAdd = detail::one_of_v<T, uint32_t, int32_t, uint64_t, float, f16, bf16>;
+  static constexpr bool kMinMax = detail::one_of_v<T, uint32_t, int32_t, uint64_t, int64_t, f16, bf16>;
+  static constexpr bool kBitwise = detail::one_of_v<T, uint32_t, int32_t, uint64_t, int64_t>;
+#define TILEDSL_DESCRIPTOR_ATOMIC(fn, kind, allowed)                                                 \
+  template <class U>                                                                                 \
+  void fn(const std::vector<IntArg>& offsets, const Tile<U>& value, TILEDSL_LOC) const {             \
+    static_assert(allowed, "tensor descriptor " #fn ": this element type is not one Triton allows"); \
+    reduce(kind, offsets, value, loc);                                                               \
+  }
+  TILEDSL_DESCRIPTOR_ATOMIC(atomic_add, "add", kAdd)
+  TILEDSL_DESCRIPTOR_ATOMIC(atomic_min, "min", kMinMax)
+  TILEDSL_DESCRIPTOR_ATOMIC(atomic_max, "max", kMinMax)
+  TILEDSL_DESCRIPTOR_ATOMIC(atomic_and, "and", kBitwise)
+  TILEDSL_DESCRIPTOR_ATOMIC(atomic_or, "or", kBitwise)
+  TILEDSL_DESCRIPTOR_ATOMIC(atomic_xor, "xor", kBitwise)
+#undef TILEDSL_DESCRIPTOR_ATOMIC
+  template <class I>
+  Tile<T> gather(const Tile<I>& rows, const IntArg& column, TILEDSL_LOC) const {
+    auto [ptr, mask] = rows_addresses("gather", rows, column, loc);
+    return tiledsl::load(ptr, mask, T(0), loc);
+  }
+  template <class U, class I>
+  void scatter(const Tile<U>& value, const Tile<I>& rows, const IntArg& column, TILEDSL_LOC) const {
+    auto [ptr, mask] = rows_addresses("scatter", rows, column, loc);
+    tiledsl::store(ptr, value, mask, loc);
+  }
   std::vector<int> all_dims() const {
     std::vector<int> d(block.block_shape.size());
     for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<int>(i);
     return d;
+  }
+
+ private:
+  template <class U>
+  void reduce(const char* kind, const std::vector<IntArg>& offsets, const Tile<U>& value, const SourceLoc& loc) const {
+    static_assert(std::is_same_v<U, T>, "tensor descriptor atomics: the value's element type must be the descriptor's");
+    BlockPtr<T> at = advance(block, offsets, loc);
+    auto [ptr, mask] =
+        detail::block_ptr_addresses(at.base.value(), at.shape, at.strides, at.offsets, at.block_shape, all_dims(), loc);
+    detail::atomic_call(kind, Tile<PtrTo<T>>(ptr), value, mask, {}, loc);
+  }
+  template <class I>
+  std::pair<Tile<PtrTo<T>>, Tile<bool>> rows_addresses(const char* what, const Tile<I>& rows, const IntArg& column,
+                                                       const SourceLoc& loc) const {
+    static_assert(std::is_integral_v<I>, "tensor descriptor gather/scatter: the rows are an integer tile");
+    auto [ptr, mask] = detail::descriptor_rows(what, block.base.value(), block.shape, block.strides, block.block_shape,
+                                               rows.value(), detail::to_i64(column, loc).value(), loc);
+    return {Tile<PtrTo<T>>(ptr), Tile<bool>(mask)};
   }
 };
 template <class T>
@@ -1471,6 +1529,7 @@ Tile<T> multiple_of(const Tile<T>& x, std::vector<int64_t> n, TILEDSL_LOC) {
 // analysis does not use it yet (a hint may be ignored).
 template <class T>
 Tile<T> max_constancy(const Tile<T>& x, std::vector<int64_t> /*n*/, TILEDSL_LOC) {
+  (void)loc;
   return x;
 }
 // Promise that runs of `n` consecutive elements (per dimension) are contiguous.
@@ -1527,10 +1586,14 @@ void device_print(const Print& p, const Tile<Ts>&... xs) {
 // values: the body is traced twice, once to find them and once to build the loop.
 // The options of one loop, Triton's tl.range(..., num_stages=, loop_unroll_factor=); 0 leaves
 // each as it is: num_stages for this loop's software pipelining instead of the launch's, and
-// how many copies of the body LLVM's unroller makes.
+// how many copies of the body LLVM's unroller makes. `flatten` and `warp_specialize` are
+// Triton's scheduling hints, accepted so that ported loops keep their spelling; tiledsl applies
+// neither (the results are the same either way).
 struct RangeOptions {
   int num_stages = 0;
   int unroll = 0;
+  bool flatten = false;
+  bool warp_specialize = false;
 };
 template <class Body>
 void range(const IntArg& lo, const IntArg& hi, const IntArg& step, const RangeOptions& options, Body&& body,

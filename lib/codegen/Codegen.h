@@ -18,11 +18,13 @@ inline constexpr const char* kDefaultArch = "sm_90";
 inline bool has_wgmma(const std::string& arch) { return arch == "sm_90a"; }
 // Whether `arch` converts 32- and 64-bit integers to bf16 in one instruction (cvt.rn.bf16.s64).
 inline bool has_int_to_bf16(const std::string& arch) { return arch == "sm_90" || arch == "sm_90a"; }
+// Whether `arch` has fp8 tensor cores (mma.sync m16n8k32 on e4m3 and e5m2: sm_89 and later).
+inline bool has_fp8_mma(const std::string& arch) { return arch == "sm_89" || arch == "sm_90" || arch == "sm_90a"; }
 
 // Everything that decides the code, and what to keep of the stages. One struct for the runtime,
 // tiledsl-opt, tiledsl-aot and the tests.
 struct CompileOptions {
-  std::string arch = kDefaultArch;  // sm_80, sm_90 or sm_90a
+  std::string arch = kDefaultArch;  // sm_80, sm_89, sm_90 or sm_90a
   int num_warps = 4;
   int num_stages = 3;  // 2 or more: loads feeding dots in loops are prefetched (passes/Prefetch.h)
   // Floating-point contraction (Triton's enable_fp_fusion): a * b + c may become one fma,

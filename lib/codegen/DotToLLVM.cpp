@@ -206,6 +206,8 @@ llvm::Value* Lowering::cvt_rna_tf32(llvm::Value* x) {
 
 Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
+  if (is_fp8(a->type.dtype()) && !has_fp8_mma(opts_.arch))
+    unsupported(op, fmt::format("an fp8 dot on tensor cores (an mma result layout) on {} is", opts_.arch));
   if (wgmma_dot(op)) return lower_dot_wgmma(op, l);
   const int64_t K = a->type.shape()[1], N = bv->type.shape()[1];
   const int bytes = byte_size(a->type.dtype());
@@ -247,10 +249,13 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   llvm::Type* four = llvm::StructType::get(ctx_, {i32, i32, i32, i32});
   llvm::Type* two = llvm::StructType::get(ctx_, {i32, i32});
   llvm::Type* result = llvm::StructType::get(ctx_, {acc_type, acc_type, acc_type, acc_type});
-  const std::string shape_types = a->type.dtype() == DType::i8     ? "m16n8k32.row.col.s32.s8.s8.s32"
-                                  : a->type.dtype() == DType::f32  ? "m16n8k8.row.col.f32.tf32.tf32.f32"
-                                  : a->type.dtype() == DType::bf16 ? "m16n8k16.row.col.f32.bf16.bf16.f32"
-                                                                   : "m16n8k16.row.col.f32.f16.f16.f32";
+  // fp8 (sm_89 and later, PTX 8.4) has int8's fragments: four bytes of k to a register.
+  const std::string shape_types = a->type.dtype() == DType::i8       ? "m16n8k32.row.col.s32.s8.s8.s32"
+                                  : a->type.dtype() == DType::f8e4m3 ? "m16n8k32.row.col.f32.e4m3.e4m3.f32"
+                                  : a->type.dtype() == DType::f8e5m2 ? "m16n8k32.row.col.f32.e5m2.e5m2.f32"
+                                  : a->type.dtype() == DType::f32    ? "m16n8k8.row.col.f32.tf32.tf32.f32"
+                                  : a->type.dtype() == DType::bf16   ? "m16n8k16.row.col.f32.bf16.bf16.f32"
+                                                                     : "m16n8k16.row.col.f32.f16.f16.f32";
   const std::string mma =
       "mma.sync.aligned." + shape_types + " {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
   const std::string mma_constraints =
@@ -467,10 +472,15 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   const Shape& shape = acc->type.shape();
   const int64_t bm_count = l.blocks_m(shape), bn_count = l.blocks_n(shape);
   // 16-bit inputs: m64nNk16, 64 columns to a panel; tf32: m64nNk8 (both operands K-major: wgmma
-  // transposes 16-bit ones only), 32 columns to a panel. Either way 32 bytes of k per instruction.
-  const bool tf32 = a->type.dtype() == DType::f32;
-  const char* ab = tf32 ? "tf32" : a->type.dtype() == DType::bf16 ? "bf16" : "f16";
-  const int bytes = byte_size(a->type.dtype());
+  // transposes 16-bit ones only), 32 columns to a panel; fp8: m64nNk32, K-major too, 128 columns
+  // to a panel. Each way 32 bytes of k per instruction.
+  const DType in = a->type.dtype();
+  const char* ab = in == DType::f32      ? "tf32"
+                   : in == DType::f8e4m3 ? "e4m3"
+                   : in == DType::f8e5m2 ? "e5m2"
+                   : in == DType::bf16   ? "bf16"
+                                         : "f16";
+  const int bytes = byte_size(in);
   const int64_t k_step = 32 / bytes, panel = 128 / bytes;
   Regs out = get(acc);
   // a in registers (wgmma_a_in_registers): its layout is the accumulator's, whose registers run
@@ -522,7 +532,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
       constraints += a_regs ? "r,r,r,r,l,r" : "l,l,r";
       // The transpose immediates (a from shared memory: imm-trans-a 0; b: 0 K-major, 1 N-major)
       // exist for 16-bit inputs only.
-      const std::string trans = tf32 ? "" : fmt::format(", {}{}", a_regs ? "" : "0, ", b_kmajor ? 0 : 1);
+      const std::string trans = bytes != 2 ? "" : fmt::format(", {}{}", a_regs ? "" : "0, ", b_kmajor ? 0 : 1);
       const std::string text = fmt::format(
           "{{\n.reg .pred p;\nsetp.ne.b32 p, ${3}, 0;\n"
           "wgmma.mma_async.sync.aligned.m64n{0}k{7}.f32.{1}.{1} {{{2}}}, {4}, ${5}, p, 1, 1{6};\n}}",

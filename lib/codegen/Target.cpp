@@ -24,6 +24,7 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "passes/Layouts.h"
 #include "passes/Pipeline.h"
 #include "support/Env.h"
 #include "tiledsl/error.h"
@@ -39,7 +40,19 @@ std::string libdevice_path() {
   return "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
 }
 
-std::unique_ptr<llvm::TargetMachine> target_machine(const CompileOptions& opts) {
+// Whether `f` has an fp8 dot on mma.sync, whose instruction needs PTX 8.4.
+bool fp8_mma_sync(const ir::Function& f, const std::string& arch) {
+  bool found = false;
+  ir::walk(f.body, [&](const ir::Op* op) {
+    found |= op->kind == ir::OpKind::Dot && is_fp8(op->operands[0]->type.dtype()) &&
+             dynamic_cast<const passes::MmaLayout*>(op->result()->type.layout()) &&
+             !(has_wgmma(arch) && passes::wgmma_dot(*op));
+  });
+  return found;
+}
+
+// `ptx84`: emit PTX 8.4 (fp8 mma.sync; sm_89 always takes it).
+std::unique_ptr<llvm::TargetMachine> target_machine(const CompileOptions& opts, bool ptx84) {
   static std::once_flag once;
   std::call_once(once, [] {
     LLVMInitializeNVPTXTargetInfo();
@@ -57,8 +70,8 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const CompileOptions& opts) 
   if (!t) throw Error("codegen: NVPTX target unavailable: " + err);
   llvm::TargetOptions to;
   to.AllowFPOpFusion = llvm::FPOpFusion::Standard;
-  // PTX 7.8 is the newest ISA LLVM 19 emits for sm_90; sm_90a needs 8.0.
-  std::string features = opts.arch == "sm_90a" ? "+ptx80" : "+ptx78";
+  // PTX 7.8 is the oldest ISA LLVM 19 emits for sm_90; sm_90a needs 8.0, fp8 mma.sync 8.4.
+  std::string features = ptx84 || opts.arch == "sm_89" ? "+ptx84" : opts.arch == "sm_90a" ? "+ptx80" : "+ptx78";
   return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(kTriple, opts.arch, features, to, std::nullopt,
                                                                      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }
@@ -133,13 +146,13 @@ std::string compiler_identity() {
 }
 
 int64_t max_shared_bytes(const std::string& arch) {
-  // The opt-in maximum per block: 227 KiB on sm_90, 163 KiB on sm_80.
-  return arch.rfind("sm_90", 0) == 0 ? 232448 : 166912;
+  // The opt-in maximum per block: 227 KiB on sm_90, 99 KiB on sm_89, 163 KiB on sm_80.
+  return arch.rfind("sm_90", 0) == 0 ? 232448 : arch == "sm_89" ? 101376 : 166912;
 }
 
 void check_options(const CompileOptions& o) {
-  if (o.arch != "sm_80" && o.arch != "sm_90" && o.arch != "sm_90a")
-    throw Error(fmt::format("codegen: unsupported arch '{}' (expected sm_80, sm_90 or sm_90a)", o.arch));
+  if (o.arch != "sm_80" && o.arch != "sm_89" && o.arch != "sm_90" && o.arch != "sm_90a")
+    throw Error(fmt::format("codegen: unsupported arch '{}' (expected sm_80, sm_89, sm_90 or sm_90a)", o.arch));
   for (const std::string& p : {ir::num_warps_problem(o.num_warps), ir::num_stages_problem(o.num_stages)})
     if (!p.empty()) throw Error("codegen: " + p);
 }
@@ -159,6 +172,7 @@ Compiled compile(const ir::Function& traced, const CompileOptions& o) {
   popts.num_warps = o.num_warps;
   popts.num_stages = o.num_stages;
   popts.wgmma = has_wgmma(o.arch);
+  popts.fp8_mma = has_fp8_mma(o.arch);
   if (stages)
     popts.after_pass = [&](const std::string& pass, const ir::Function& g) {
       std::string text = ir::print(g);
@@ -169,7 +183,7 @@ Compiled compile(const ir::Function& traced, const CompileOptions& o) {
   out.shared_bytes = dynamic_shared_bytes(*f);
   // Lowered and optimised once; the LLVM IR kept is the module PTX is emitted from.
   llvm::LLVMContext ctx;
-  auto tm = target_machine(o);
+  auto tm = target_machine(o, fp8_mma_sync(*f, o.arch));
   auto m = build(*f, ctx, o, *tm);
   if (stages) {
     std::string ll;

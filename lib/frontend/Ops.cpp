@@ -502,6 +502,26 @@ std::pair<V, V> block_ptr_addresses(V base, const std::vector<Tile<int64_t>>& sh
   if (mask) mask = b.broadcast_to(mask, block_shape, L);
   return {ptr, mask};
 }
+std::pair<V, V> descriptor_rows(const char* what, V base, const std::vector<Tile<int64_t>>& shape,
+                                const std::vector<Tile<int64_t>>& strides, const std::vector<int64_t>& block_shape,
+                                V rows, V column, const SourceLoc& loc) {
+  auto& b = B;
+  if (block_shape.size() != 2 || block_shape[0] != 1)
+    b.fail(L, what,
+           fmt::format("needs a 2-D descriptor whose block has one row, as Triton's; this one's block is {}",
+                       ir::shape_str(block_shape)));
+  if (rows->type.shape().size() != 1)
+    b.fail(L, what, fmt::format("the rows are a 1-D tile; got shape {}", ir::shape_str(rows->type.shape())));
+  V zero = b.constant_int(0, DType::i64, L);
+  V r = b.expand_dims(b.cast(rows, DType::i64, L), 1, L);
+  V c = b.expand_dims(b.binary(OpKind::Add, b.cast(b.arange(0, block_shape[1], L), DType::i64, L), column, L), 0, L);
+  V ptr = b.addptr(b.addptr(base, b.binary(OpKind::Mul, r, strides[0].value(), L), L),
+                   b.binary(OpKind::Mul, c, strides[1].value(), L), L);
+  V in_r = b.binary(OpKind::And, b.compare("ge", r, zero, L), b.compare("lt", r, shape[0].value(), L), L);
+  V in_c = b.binary(OpKind::And, b.compare("ge", c, zero, L), b.compare("lt", c, shape[1].value(), L), L);
+  std::vector<int64_t> out{rows->type.shape()[0], block_shape[1]};
+  return {b.broadcast_to(ptr, out, L), b.broadcast_to(b.binary(OpKind::And, in_r, in_c, L), out, L)};
+}
 #undef B
 #undef L
 }  // namespace detail

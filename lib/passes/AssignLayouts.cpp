@@ -40,8 +40,8 @@ std::optional<std::vector<int>> inserted_unit_dims(const Shape& from, const Shap
 
 class Assigner {
  public:
-  Assigner(ir::Function& f, int num_warps, bool wgmma)
-      : f_(f), num_warps_(num_warps), wgmma_(wgmma), info_(analyze_axes(f)) {}
+  Assigner(ir::Function& f, int num_warps, bool wgmma, bool fp8_mma)
+      : f_(f), num_warps_(num_warps), wgmma_(wgmma), fp8_mma_(fp8_mma), info_(analyze_axes(f)) {}
 
   void run() {
     // Loads produce their anchor layout whatever their users want.
@@ -54,7 +54,7 @@ class Assigner {
     std::unordered_set<const Op*> chained = chained_dots();
     ir::walk(f_.body, [&](const Op* op) {
       if (op->kind != OpKind::Dot) return;
-      if (const MmaLayout* m = mma_layout_for(*op, num_warps_, chained.count(op) != 0, wgmma_))
+      if (const MmaLayout* m = mma_layout_for(*op, num_warps_, chained.count(op) != 0, wgmma_, fp8_mma_))
         layout_[op->result()] = m;
     });
     // Values computed elementwise from loaded tiles prefer their loads' layout when no user
@@ -435,16 +435,17 @@ class Assigner {
   ir::Function& f_;
   int num_warps_;
   bool wgmma_;
+  bool fp8_mma_;
   AxisInfoMap info_;
   std::unordered_map<const Value*, Layout> layout_;
   std::vector<Conversion> operand_conversions_, result_conversions_;
 };
 }  // namespace
 
-void assign_layouts(ir::Function& f, int num_warps, bool wgmma) {
+void assign_layouts(ir::Function& f, int num_warps, bool wgmma, bool fp8_mma) {
   TILEDSL_CHECK(num_warps > 0 && (num_warps & (num_warps - 1)) == 0, "num_warps must be a power of two");
   if (has_layouts(f)) return;  // given (IR text after this pass): the verifier has checked them
-  Assigner(f, num_warps, wgmma).run();
+  Assigner(f, num_warps, wgmma, fp8_mma).run();
 }
 
 }  // namespace tiledsl::passes

@@ -14,6 +14,7 @@ namespace tiledsl::passes {
 // a value is wanted in two layouts, a convert_layout op is inserted before the second use
 // (an arange or a splat is computed again instead). Loop-carried values and if results keep
 // one layout on every path. A kernel whose tiles have layouts already is left as it is.
-void assign_layouts(ir::Function& f, int num_warps, bool wgmma = false);
+// `fp8_mma`: fp8 dots may run on tensor cores (sm_89 and later).
+void assign_layouts(ir::Function& f, int num_warps, bool wgmma = false, bool fp8_mma = false);
 
 }  // namespace tiledsl::passes

@@ -293,8 +293,8 @@ std::string layout_problem(const ir::Op& op, int& num_warps) {
       if (!k_step || M % (int64_t{MmaLayout::kRows} * m->warps_m()) || N % (int64_t{MmaLayout::kCols} * m->warps_n()) ||
           K % k_step)
         return fmt::format(
-            "an mma result needs f16, bf16, i8 or (tf32 or tf32x3) f32 operands and M, N, K multiples of 16 * "
-            "warps_m, 8 * warps_n and the instruction's k (16; 32 for i8, 8 for f32); got {} x {} -> {}",
+            "an mma result needs f16, bf16, i8, fp8 or (tf32 or tf32x3) f32 operands and M, N, K multiples of 16 * "
+            "warps_m, 8 * warps_n and the instruction's k (16; 32 for i8 and fp8, 8 for f32); got {} x {} -> {}",
             a.str(), b.str(), op.result()->type.str());
       return "";
     }

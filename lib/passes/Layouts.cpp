@@ -234,7 +234,7 @@ bool wgmma_takes(const ir::Op& dot, const MmaLayout& l) {
   const ir::Type a = dot.operands[0]->type, b = dot.operands[1]->type;
   const int k_step = mma_k(dot);
   const bool tf32 = k_step == 8 && dot.attr_str("input_precision") == "tf32";
-  if (k_step != 16 && !tf32) return false;
+  if (k_step != 16 && !tf32 && !is_fp8(a.dtype())) return false;
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   return l.warps_n() == 1 && l.warps_m() % 4 == 0 && M % (int64_t{MmaLayout::kRows} * l.warps_m()) == 0 &&
          K % (128 / byte_size(a.dtype())) == 0 && N % 64 == 0;
@@ -411,6 +411,8 @@ int mma_k(const ir::Op& dot) {
     case DType::bf16:
       return 16;
     case DType::i8:
+    case DType::f8e4m3:
+    case DType::f8e5m2:
       return 32;
     case DType::f32:
       return dot.attrs.count("input_precision") && dot.attr_str("input_precision") != "ieee" ? 8 : 0;
@@ -421,9 +423,9 @@ int mma_k(const ir::Op& dot) {
 
 bool mma_b_kmajor(const ir::Op& dot) { return mma_k(dot) != 16; }
 
-const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_first, bool wgmma) {
+const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_first, bool wgmma, bool fp8_mma) {
   const int k_step = mma_k(dot);
-  if (!k_step) return nullptr;
+  if (!k_step || (is_fp8(dot.operands[0]->type.dtype()) && !fp8_mma)) return nullptr;
   const ir::Type a = dot.operands[0]->type, b = dot.operands[1]->type;
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   if (M % MmaLayout::kRows || N % MmaLayout::kCols || K % k_step) return nullptr;

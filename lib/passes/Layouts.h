@@ -134,8 +134,8 @@ class MmaLayout final : public DistributedLayout {
 
 // The k extent of one mma.sync instruction for `dot`, 32 bytes of an operand's row: 16 for f16
 // and bf16 inputs (m16n8k16), 8 for f32 inputs whose input_precision is tf32 or tf32x3
-// (m16n8k8.tf32), 32 for i8 (m16n8k32.s8, i32 accumulator); 0 where tensor cores do not take the
-// dot's inputs (f32 with ieee precision).
+// (m16n8k8.tf32), 32 for i8 (m16n8k32.s8, i32 accumulator) and fp8 (m16n8k32.e4m3 or .e5m2, on
+// sm_89 and later); 0 where tensor cores do not take the dot's inputs (f32 with ieee precision).
 int mma_k(const ir::Op& dot);
 // Whether mma.sync reads `dot`'s b from a K-major array (b transposed, K along its lines) rather
 // than a row-major one: for 8- and 32-bit inputs, whose fragments ldmatrix cannot transpose.
@@ -147,14 +147,17 @@ bool mma_b_kmajor(const ir::Op& dot);
 // each gets 16 rows of its own (dots in a chain, as attention's: a row then lives in one warp, so
 // row reductions stay in the warp, and both dots' rows have one layout).
 // `wgmma`: the target has warpgroup MMA (sm_90a); dots that wgmma_takes() accepts then get every
-// warp along M, which is the wgmma accumulator's layout.
-const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_first = false, bool wgmma = false);
+// warp along M, which is the wgmma accumulator's layout. `fp8_mma`: the target has fp8 tensor
+// cores (sm_89 and later); without them fp8 dots run on FMA.
+const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_first = false, bool wgmma = false,
+                                bool fp8_mma = false);
 
 // Whether `dot` (a [M, K] by b [K, N]) with result layout `l` runs on wgmma.mma_async (on
-// sm_90a): f16 or bf16 inputs (m64nNk16), or f32 with input_precision tf32 (m64nNk8 on tf32;
-// tf32x3 stays on mma.sync), whole warpgroups along M only (warps_n 1, warps_m a multiple of 4),
-// M a multiple of 16 * warps_m, N of 64 and K of a panel's width (128 bytes: 64 16-bit columns,
-// 32 f32), so that both operands sit in shared memory as 128-byte swizzled panels.
+// sm_90a): f16 or bf16 inputs (m64nNk16), f32 with input_precision tf32 (m64nNk8 on tf32;
+// tf32x3 stays on mma.sync) or fp8 (m64nNk32 on e4m3 or e5m2), whole warpgroups along M only
+// (warps_n 1, warps_m a multiple of 4), M a multiple of 16 * warps_m, N of 64 and K of a panel's
+// width (128 bytes: 64 16-bit columns, 32 f32, 128 fp8), so that both operands sit in shared
+// memory as 128-byte swizzled panels.
 bool wgmma_takes(const ir::Op& dot, const MmaLayout& l);
 // Whether `dot`'s result has an mma layout that wgmma_takes with its operands (on sm_90a the dot
 // then runs on wgmma; elsewhere on mma.sync).

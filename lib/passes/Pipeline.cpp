@@ -34,7 +34,8 @@ const std::vector<PassInfo>& pipeline_passes() {
        "already (IR read back after assign-layouts): it rewrites loads before layouts exist.",
        [](ir::Function& f, const PipelineOptions& o) {
          if (!has_layouts(f))
-           prefetch_loads(f, {.num_stages = o.num_stages, .wgmma = o.wgmma, .num_warps = o.num_warps});
+           prefetch_loads(
+               f, {.num_stages = o.num_stages, .wgmma = o.wgmma, .num_warps = o.num_warps, .fp8_mma = o.fp8_mma});
        }},
       {"cse",
        "Common-subexpression elimination: a Pure op equal to an earlier one (kind, operands, "
@@ -51,7 +52,7 @@ const std::vector<PassInfo>& pipeline_passes() {
        "reductions produce slices; convert_layout is inserted where a value is wanted in two "
        "layouts. A kernel that has layouts already (read back from text) keeps them: the pass "
        "leaves it as it is, and the verifier has checked them.",
-       [](ir::Function& f, const PipelineOptions& o) { assign_layouts(f, o.num_warps, o.wgmma); }},
+       [](ir::Function& f, const PipelineOptions& o) { assign_layouts(f, o.num_warps, o.wgmma, o.fp8_mma); }},
       {"remove-convert-layouts",
        "Removes convert_layout to the operand's own layout, folds a conversion of a conversion "
        "into one, and recomputes splats and aranges in the target layout instead of converting "

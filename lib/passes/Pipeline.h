@@ -14,6 +14,8 @@ struct PipelineOptions {
   int num_stages = 3;  // 2 or more: loads that feed dots in loops are prefetched (prefetch-loads)
   // The target has warpgroup MMA (sm_90a): dots that wgmma can take put every warp along M.
   bool wgmma = false;
+  // The target has fp8 tensor cores (sm_89 and later): fp8 dots may take them.
+  bool fp8_mma = false;
   // Called after each pass with its name (TILEDSL_DUMP_DIR writes the IR at each step).
   std::function<void(const std::string& pass, const ir::Function&)> after_pass;
 };

@@ -182,7 +182,7 @@ bool deep(const Block& body, const Op* load, const PrefetchOptions& opts, const 
     for (size_t i = 0; i < op->operands.size(); ++i) {
       if (op->operands[i] != load->result()) continue;
       if (op->kind != OpKind::Dot || i > 1) return false;
-      const MmaLayout* l = mma_layout_for(*op, opts.num_warps, false, opts.wgmma);
+      const MmaLayout* l = mma_layout_for(*op, opts.num_warps, false, opts.wgmma, opts.fp8_mma);
       if (!l) return false;
       // The load must run along the lines of the operand's shared array: a's rows; b's rows or
       // columns on wgmma (it reads b either way, but tf32 only K-major: its columns), on

@@ -9,6 +9,7 @@ struct PrefetchOptions {
   int num_stages = 3;  // 2 or more: prefetch
   bool wgmma = false;  // the target has warpgroup MMA (sm_90a): b may be copied K-major
   int num_warps = 4;
+  bool fp8_mma = false;  // the target has fp8 tensor cores (sm_89 and later)
 };
 
 // In every `for` whose body loads tiles that reach a `dot` (through pure ops), each such load

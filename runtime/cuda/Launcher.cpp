@@ -33,10 +33,11 @@ std::string compiler_identity() { return "no codegen"; }
 std::string target_arch(int device) {
   if (std::string e = env::value(env::Var::TILEDSL_ARCH); !e.empty()) return e;
   const cuda::DeviceInfo& d = cuda::device_info(device);
-  // Machine code for sm_80 runs on every 8.x GPU (sm_86, sm_89); 9.0 gets sm_90a (its
-  // architecture-specific features, wgmma among them, run on 9.0 only). A newer GPU than the code
-  // generator knows is an error that says so (once per launch that needs a compile).
-  if (d.sm_major == 8) return "sm_80";
+  // Machine code for sm_80 runs on every 8.x GPU (sm_86 among them); 8.9 gets sm_89 (fp8 tensor
+  // cores), 9.0 sm_90a (its architecture-specific features, wgmma among them, run on 9.0 only). A
+  // newer GPU than the code generator knows is an error that says so (once per launch that needs
+  // a compile).
+  if (d.sm_major == 8) return d.sm_minor >= 9 ? "sm_89" : "sm_80";
   if (d.sm_major == 9) return d.sm_minor == 0 ? "sm_90a" : "sm_90";
   if (d.sm_major)
     throw Error(

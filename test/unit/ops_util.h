@@ -5,6 +5,7 @@
 #include <tiledsl/tiledsl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -194,6 +195,34 @@ inline std::string captured_stdout(const std::function<void()>& run) {
   std::remove(path);
   if (error) std::rethrow_exception(error);
   return text;
+}
+
+// fp8 dots (a [M, K] by b [K, N], f32 results from 0) against the exact sum, within the bound of
+// the fp8 tensor cores of Ada and Hopper, which do not sum in f32: within an instruction the 32
+// products are aligned to the largest and truncated to 14 bits, and the accumulator keeps 13
+// mantissa bits (published measurements: DeepSeek-V3's report, SageAttention 2; Triton's default
+// accumulation on sm_90 is the same). The bound is that model's, doubled: per 32 k, 2 * 32 *
+// 2^-13 of the largest product and 2 * 2^-13 of the sum of |products| so far. A wrong fragment
+// or swizzle is off by whole products.
+template <class T>
+void require_within_fp8_dot_bound(const std::vector<float>& got, const std::vector<T>& a, const std::vector<T>& b,
+                                  int M, int N, int K) {
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double exact = 0, so_far = 0, bound = 0;
+      for (int k0 = 0; k0 < K; k0 += 32) {
+        double largest = 0;
+        for (int k = k0; k < std::min(K, k0 + 32); ++k) {
+          const double p = static_cast<double>(static_cast<float>(a[m * K + k])) * static_cast<float>(b[k * N + n]);
+          exact += p;
+          so_far += std::fabs(p);
+          largest = std::max(largest, std::fabs(p));
+        }
+        bound += 2 * 32 * 0x1p-13 * largest + 2 * 0x1p-13 * so_far;
+      }
+      INFO("element (" << m << ", " << n << ") of " << M << "x" << N << ", K " << K);
+      REQUIRE(std::fabs(got[m * N + n] - exact) <= bound);
+    }
 }
 
 }  // namespace opt

@@ -106,7 +106,14 @@ TEST_CASE("ptxas runs as a child process without a shell: paths with quotes and 
   std::filesystem::remove_all(dir);
 }
 
-// The configurations tiledsl-bench times on the H200 (sm_90a, wgmma): ptxas must report no spill
+namespace {
+const tl::Kernel& matmul_e4m3() {
+  static const tl::Kernel k = matmul::make_matmul_kernel<tl::f8e4m3, tl::bf16>("matmul_e4m3");
+  return k;
+}
+}  // namespace
+
+// The configurations tiledsl-bench times on the H200 (sm_90a, wgmma), and an fp8 matmul: ptxas must report no spill
 // and no serialized wgmma (warning C7515) for each; a regression in registers shows here first.
 TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90a without spills", "[ptx]") {
   std::string ptxas = tiledsl::cuda::find_ptxas();
@@ -124,6 +131,14 @@ TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90
     const int n = 4096;  // the specialisation of 4096^3 (what matters: divisibility by 16)
     compiled.push_back(matmul::matmul_bf16_out.compile(tl::LaunchOptions{.num_warps = 8, .num_stages = 3}, a, a, c, n,
                                                        n, n, n, 1, n, 1, n, 1, 128, 256, 64, 8));
+  }
+  {
+    // fp8 as Triton's fp8 matmul runs it: b K-major in memory (stride_bk 1), wgmma m64n256k32.
+    auto a = tl::Tensor::empty({256, 256}, tl::DType::f8e4m3, tl::Device::cpu);
+    auto c = tl::Tensor::empty({256, 256}, tl::DType::bf16, tl::Device::cpu);
+    const int n = 4096;
+    compiled.push_back(matmul_e4m3().compile(tl::LaunchOptions{.num_warps = 8, .num_stages = 3}, a, a, c, n, n, n, n, 1,
+                                             1, n, n, 1, 128, 256, 128, 8));
   }
   for (int d : {128, 64}) {
     auto q = tl::Tensor::empty({1, 2, 256, d}, tl::DType::bf16, tl::Device::cpu);

@@ -240,7 +240,8 @@ const tl::Kernel staged_matmul = tl::kernel(
       });
       tl::store(c + rm(_, newaxis) * N + rn(newaxis, _), acc, (rm(_, newaxis) < M) & (rn(newaxis, _) < N));
       tl::Int total = 0;
-      tl::range(0, K, 1, {.unroll = static_cast<int>(UNROLL.value())}, [&](tl::Int i) { total = total * 3 + i; });
+      tl::range(0, K, 1, {.unroll = static_cast<int>(UNROLL.value()), .flatten = true, .warp_specialize = true},
+                [&](tl::Int i) { total = total * 3 + i; });  // (Triton's hints, accepted)
       tl::store(sums + pid, total);
     });
 }  // namespace

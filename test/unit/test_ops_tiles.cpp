@@ -259,6 +259,49 @@ TEST_CASE("tf32 and tf32x3 dots on tensor cores are within their bounds through 
   }
 }
 
+// fp8 inputs (e4m3, e5m2) on blocks the tensor cores take: mma.sync.m16n8k32 where the target has
+// fp8 tensor cores (sm_89 and later), wgmma.m64nNk32 on sm_90a where a block's K is a multiple of
+// 128 (the last two cases); FMA on sm_80 and in the interpreter, in k order, bit for bit. On the
+// GPU the results are within the fp8 tensor cores' bound (require_within_fp8_dot_bound).
+TEMPLATE_TEST_CASE("fp8 dots on tensor cores are within the fp8 accumulation bound", "[interp]", tl::f8e4m3,
+                   tl::f8e5m2) {
+  using T = TestType;
+  using Case = DotCase;
+  for (Case t :
+       {Case{100, 77, 90, 64, 64, 32, 4}, Case{130, 141, 150, 128, 128, 64, 8}, Case{37, 29, 45, 16, 16, 32, 1},
+        Case{70, 90, 150, 64, 32, 64, 2}, Case{150, 90, 270, 128, 64, 128, 4}, Case{130, 141, 300, 128, 128, 128, 8}}) {
+    INFO("blocks " << t.BM << "x" << t.BN << "x" << t.BK << ", " << t.warps << " warps");
+    auto fa = uniform<float>(static_cast<size_t>(t.M * t.K), 471 + t.M, -3, 3);
+    auto fb = uniform<float>(static_cast<size_t>(t.K * t.N), 472 + t.N, -3, 3);
+    std::vector<T> a(fa.begin(), fa.end()), b(fb.begin(), fb.end());
+    auto c = poison<float>({t.M, t.N});
+    auto at = tensor<T>(a, {t.M, t.K}), bt = tensor<T>(b, {t.K, t.N});
+    matmul_kernel<T>()[tl::grid(tl::cdiv(t.M, t.BM), tl::cdiv(t.N, t.BN))].options({.num_warps = t.warps})(
+        at, bt, c, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+    const std::vector<float> zero(static_cast<size_t>(t.M * t.N), 0.0f);
+    auto got = host<float>(c);
+    if (!on_gpu())
+      require_equal(got, dot_ref<T>(a, b, zero, t.M, t.N, t.K));
+    else
+      require_within_fp8_dot_bound(got, a, b, t.M, t.N, t.K);
+#ifdef TILEDSL_ENABLE_CODEGEN
+    tl::CompiledKernel compiled =
+        matmul_kernel<T>().compile(tl::LaunchOptions{.num_warps = t.warps}, at, bt, c, t.M, t.N, t.K, t.BM, t.BN, t.BK);
+    const std::string ab = std::is_same_v<T, tl::f8e4m3> ? "e4m3" : "e5m2";
+    const bool wgmma = compiled.arch == "sm_90a" && t.warps % 4 == 0 && t.BM % (16 * t.warps) == 0 && t.BK % 128 == 0 &&
+                       t.BN % 64 == 0;
+    INFO(compiled.arch);
+    if (wgmma)
+      CHECK(compiled.ptx.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(t.BN) + "k32.f32." + ab + "." +
+                              ab) != std::string::npos);
+    else if (compiled.arch != "sm_80")
+      CHECK(compiled.ptx.find("mma.sync.aligned.m16n8k32.row.col.f32." + ab + "." + ab + ".f32") != std::string::npos);
+    else
+      CHECK(compiled.ptx.find("mma.sync") == std::string::npos);
+#endif
+  }
+}
+
 // int8 inputs sum exactly in i32, wrapping past 2^31 (C starts near the ends of the i32 range),
 // through a masked K loop on sizes that fill no block: the same on the tensor cores
 // (mma.sync.m16n8k32.s8) and on FMA (blocks too small for them), bit for bit.

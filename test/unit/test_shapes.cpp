@@ -342,3 +342,100 @@ TEST_CASE("tensor descriptors load and store blocks with bounds; broadcast; swiz
   const std::vector<int32_t> want_swz{0, 0, 1, 0, 0, 1, 1, 1, 0, 2, 1, 2, 2, 0, 2, 1, 2, 2};
   require_equal(host<int32_t>(swz), want_swz);
 }
+
+// A descriptor's gather and scatter (rows from a tile, a column offset; rows and columns outside
+// the tensor load zeros and are not stored) and its atomics (each program of axis 1 combines the
+// same blocks, so atomicity shows), against host references.
+TEST_CASE("tensor descriptors gather, scatter and combine blocks atomically", "[interp]") {
+  constexpr int kR = 45, kC = 70, kIdx = 16, kBlockC = 32, kCopies = 3;
+  auto k = tl::kernel(
+      "descriptor_rows", {"x", "rows", "dest", "g", "acc", "hi", "bits", "R", "C"},
+      [](tl::Ptr<float> x, tl::Ptr<int32_t> rows, tl::Ptr<float> dest, tl::Ptr<float> g, tl::Ptr<int32_t> acc,
+         tl::Ptr<int32_t> hi, tl::Ptr<uint32_t> bits, tl::Int R, tl::Int C) {
+        auto pid = tl::program_id(0), copy = tl::program_id(1);
+        auto rd = tl::make_tensor_descriptor(x, {R, C}, {C, 1}, {1, kBlockC});
+        auto wd = tl::make_tensor_descriptor(dest, {R, C}, {C, 1}, {1, kBlockC});
+        auto idx = tl::load(rows + tl::arange(0, kIdx));
+        auto block = rd.gather(idx, pid * kBlockC);
+        auto offs =
+            tl::arange(0, kIdx)(_, newaxis) * (3 * kBlockC) + pid * kBlockC + tl::arange(0, kBlockC)(newaxis, _);
+        tl::if_(copy == 0, [&] {
+          tl::store(g + offs, block);
+          wd.scatter(block * 2.0f + 1.0f, idx, pid * kBlockC);
+        });
+        // the atomics: blocks of 8 x 32 of integer copies of x at (pid * 8, pid * 32)
+        auto ad = tl::make_tensor_descriptor(acc, {R, C}, {C, 1}, {8, kBlockC});
+        auto hd = tl::make_tensor_descriptor(hi, {R, C}, {C, 1}, {8, kBlockC});
+        auto bd = tl::make_tensor_descriptor(bits, {R, C}, {C, 1}, {8, kBlockC});
+        auto blk = tl::make_tensor_descriptor(x, {R, C}, {C, 1}, {8, kBlockC}).load({pid * 8, pid * kBlockC});
+        auto iv = (blk * 16.0f).to<int32_t>() + copy;
+        ad.atomic_add({pid * 8, pid * kBlockC}, iv);
+        hd.atomic_max({pid * 8, pid * kBlockC}, iv * (copy - 1));
+        bd.atomic_xor({pid * 8, pid * kBlockC}, iv.to<uint32_t>() << (copy * 3));
+      });
+  auto x = uniform<float>(kR * kC, 1033, -4, 4);
+  // Rows out of range (45, -1, 100) and repeated ones (3, 44: the scatter writes them twice, the
+  // same values).
+  std::vector<int32_t> rows{3, 44, 0, 17, 45, -1, 29, 8, 3, 12, 100, 40, 21, 5, 33, 44};
+  auto dest_init = uniform<float>(kR * kC, 1034, -1, 1);
+  auto acc_init = uniform<int32_t>(kR * kC, 1035, -1000, 1000);
+  auto hi_init = uniform<int32_t>(kR * kC, 1036, -50, 50);
+  auto bits_init = random_bits<uint32_t>(kR * kC, 1037);
+  auto dest = tensor<float>(dest_init);
+  auto g = poison<float>({kIdx * 3 * kBlockC});
+  auto acc = tensor<int32_t>(acc_init);
+  auto hi = tensor<int32_t>(hi_init);
+  auto bits = tensor<uint32_t>(bits_init);
+  k[tl::grid(3, kCopies)](tensor<float>(x), tensor<int32_t>(rows), dest, g, acc, hi, bits, kR, kC);
+
+  std::vector<float> want_g(kIdx * 3 * kBlockC);
+  auto want_dest = dest_init;
+  for (int p = 0; p < 3; ++p)
+    for (int i = 0; i < kIdx; ++i)
+      for (int j = 0; j < kBlockC; ++j) {
+        const int r = rows[i], c = p * kBlockC + j;
+        const bool in = r >= 0 && r < kR && c < kC;
+        want_g[i * 3 * kBlockC + c] = in ? x[r * kC + c] : 0.0f;
+        if (in) want_dest[r * kC + c] = x[r * kC + c] * 2.0f + 1.0f;
+      }
+  require_equal(host<float>(g), want_g);
+  require_equal(host<float>(dest), want_dest);
+
+  auto want_acc = acc_init;
+  auto want_hi = hi_init;
+  auto want_bits = bits_init;
+  for (int p = 0; p < 3; ++p)
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < kBlockC; ++j) {
+        const int r = p * 8 + i, c = p * kBlockC + j;
+        if (r >= kR || c >= kC) continue;
+        for (int copy = 0; copy < kCopies; ++copy) {
+          const int32_t iv = static_cast<int32_t>(x[r * kC + c] * 16.0f) + copy;
+          want_acc[r * kC + c] += iv;
+          want_hi[r * kC + c] = std::max(want_hi[r * kC + c], iv * (copy - 1));
+          want_bits[r * kC + c] ^= static_cast<uint32_t>(iv) << (copy * 3);
+        }
+      }
+  require_equal(host<int32_t>(acc), want_acc);
+  require_equal(host<int32_t>(hi), want_hi);
+  require_equal(host<uint32_t>(bits), want_bits);
+}
+
+TEST_CASE("tensor descriptor gather needs a block of one row and 1-D rows", "[errors]") {
+  auto k = tl::kernel("bad_gather", {"x", "rows"}, [](tl::Ptr<float> x, tl::Ptr<int32_t> rows) {
+    auto d = tl::make_tensor_descriptor(x, {64, 64}, {64, 1}, {2, 32});
+    auto idx = tl::load(rows + tl::arange(0, 8));
+    tl::store(x + tl::arange(0, 8)(_, newaxis) * 64 + tl::arange(0, 32)(newaxis, _), d.gather(idx, 0));
+  });
+  auto x = tl::Tensor::zeros({64 * 64}, tl::DType::f32);
+  auto rows = tl::Tensor::zeros({8}, tl::DType::i32);
+  try {
+    k[tl::grid(1)](x, rows);
+    FAIL("no error");
+  } catch (const tl::Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("gather") != std::string::npos);
+    CHECK(what.find("block has one row") != std::string::npos);
+    CHECK(what.find("test_shapes.cpp") != std::string::npos);
+  }
+}
