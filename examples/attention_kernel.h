@@ -5,6 +5,7 @@
 #include <tiledsl/tiledsl.h>
 
 #include <cmath>
+#include <type_traits>
 
 namespace attention {
 namespace tl = tiledsl;
@@ -14,11 +15,14 @@ namespace tl = tiledsl;
 // tutorial, whose kernel assumes it. (Walking the key blocks left of the causal diagonal in a
 // loop of their own, unmasked, as the tutorial does, kept values of the second loop live through
 // the first: 255 registers and spills at 128 x 64 blocks, head dim 128, against 220 for one loop.)
-inline const tl::Kernel attention_kernel = tl::kernel(
-    "attention_kernel",
+// Out: O's element type: f32 (attention_kernel, the example's) or bf16 (attention_kernel_bf16,
+// Triton's tutorial's: O as the inputs' type; the benchmarks compare that form).
+template <class Out>
+inline const tl::Kernel attention_kernel_of = tl::kernel(
+    std::is_same_v<Out, float> ? "attention_kernel" : "attention_kernel_bf16",
     {"q", "k", "v", "o", "sm_scale", "stride_z", "stride_h", "stride_n", "stride_d", "H", "N", "HEAD_DIM", "BLOCK_M",
      "BLOCK_N", "CAUSAL", "EVEN_N"},
-    [](tl::Ptr<tl::bf16> q, tl::Ptr<tl::bf16> k, tl::Ptr<tl::bf16> v, tl::Ptr<float> o, tl::Float sm_scale,
+    [](tl::Ptr<tl::bf16> q, tl::Ptr<tl::bf16> k, tl::Ptr<tl::bf16> v, tl::Ptr<Out> o, tl::Float sm_scale,
        tl::Int stride_z, tl::Int stride_h, tl::Int stride_n, tl::Int stride_d, tl::Int H, tl::Int N,
        tl::Constexpr HEAD_DIM, tl::Constexpr BLOCK_M, tl::Constexpr BLOCK_N, tl::Constexpr CAUSAL,
        tl::Constexpr EVEN_N) {
@@ -70,7 +74,13 @@ inline const tl::Kernel attention_kernel = tl::kernel(
         k_block = tl::advance(k_block, {0, BLOCK_N});
         v_block = tl::advance(v_block, {BLOCK_N, 0});
       });
-      tl::store(o_block, acc / l_i(tl::_, tl::newaxis), {0});
+      auto out = acc / l_i(tl::_, tl::newaxis);
+      if constexpr (std::is_same_v<Out, float>)
+        tl::store(o_block, out, {0});
+      else
+        tl::store(o_block, out.to<Out>(), {0});
     });
+inline const tl::Kernel& attention_kernel = attention_kernel_of<float>;
+inline const tl::Kernel& attention_kernel_bf16 = attention_kernel_of<tl::bf16>;
 
 }  // namespace attention

@@ -143,11 +143,19 @@ TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90
   for (int d : {128, 64}) {
     auto q = tl::Tensor::empty({1, 2, 256, d}, tl::DType::bf16, tl::Device::cpu);
     auto o = tl::Tensor::empty({1, 2, 256, d}, tl::DType::f32, tl::Device::cpu);
-    for (auto [bm, bn, stages, causal] :
-         {std::array<int, 4>{128, 64, 2, 0}, {128, 64, 3, 0}, {128, 128, 3, 0}, {128, 64, 2, 1}, {128, 64, 3, 1}})
-      compiled.push_back(attention::attention_kernel.compile(tl::LaunchOptions{.num_warps = 8, .num_stages = stages}, q,
-                                                             q, q, o, 0.088f, 32 * 4096 * d, 4096 * d, d, 1, 32, 4096,
-                                                             d, bm, bn, causal, 1));
+    auto o16 = tl::Tensor::empty({1, 2, 256, d}, tl::DType::bf16, tl::Device::cpu);
+    for (auto [bm, bn, stages, causal] : {std::array<int, 4>{128, 64, 2, 0},
+                                          {128, 64, 3, 0},
+                                          {128, 128, 3, 0},
+                                          {128, 128, 2, 1},
+                                          {128, 64, 2, 1},
+                                          {128, 64, 3, 1}}) {
+      const tl::LaunchOptions options{.num_warps = 8, .num_stages = stages};
+      compiled.push_back(attention::attention_kernel.compile(options, q, q, q, o, 0.088f, 32 * 4096 * d, 4096 * d, d, 1,
+                                                             32, 4096, d, bm, bn, causal, 1));
+      compiled.push_back(attention::attention_kernel_bf16.compile(options, q, q, q, o16, 0.088f, 32 * 4096 * d,
+                                                                  4096 * d, d, 1, 32, 4096, d, bm, bn, causal, 1));
+    }
   }
   if (before)
     setenv("TILEDSL_ARCH", saved.c_str(), 1);

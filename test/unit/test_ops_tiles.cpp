@@ -517,6 +517,22 @@ TEST_CASE("attention forward on tensor cores matches softmax(Q K^T) V", "[interp
             }
           }
         CHECK(worst < 1e-2);
+        // O stored as bf16 (Triton's form): the same values, rounded once to nearest even (on the
+        // GPU, where another build of the same arithmetic may differ in the last f32 bit, within
+        // one bf16 step).
+        auto o16 = poison<tl::bf16>({1, heads, n, head_dim});
+        attention::attention_kernel_bf16[tl::grid(tl::cdiv(n, block_m), heads)].options(
+            {.num_warps = warps, .num_stages = stages})(q, k, v, o16, scale, heads * n * head_dim, n * head_dim,
+                                                        head_dim, 1, heads, n, head_dim, block_m, block_n, causal,
+                                                        n % block_n == 0);
+        auto got16 = host<tl::bf16>(o16);
+        for (size_t i = 0; i < got.size(); ++i) {
+          INFO("element " << i << ": f32 O " << got[i] << ", bf16 O " << static_cast<float>(got16[i]));
+          if (on_gpu())
+            REQUIRE(std::fabs(static_cast<float>(got16[i]) - got[i]) <= 0x1p-8 * std::fabs(got[i]) + 1e-30);
+          else
+            REQUIRE(got16[i].bits == tl::bf16(got[i]).bits);
+        }
 #ifdef TILEDSL_ENABLE_CODEGEN
         tl::CompiledKernel c = attention::attention_kernel.compile(
             tl::LaunchOptions{.num_warps = warps}, q, k, v, o, scale, heads * n * head_dim, n * head_dim, head_dim, 1,
