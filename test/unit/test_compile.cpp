@@ -125,20 +125,20 @@ TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90
   const std::string saved = before ? before : "";
   setenv("TILEDSL_ARCH", "sm_90a", 1);
   std::vector<tl::CompiledKernel> compiled;
+  // With fp fusion, as tiledsl-bench launches them (the tests' default is off).
+  const tl::LaunchOptions kFused{.num_warps = 8, .num_stages = 3, .enable_fp_fusion = true};
   {
     auto a = tl::Tensor::empty({256, 256}, tl::DType::bf16, tl::Device::cpu);
     auto c = tl::Tensor::empty({256, 256}, tl::DType::bf16, tl::Device::cpu);
     const int n = 4096;  // the specialisation of 4096^3 (what matters: divisibility by 16)
-    compiled.push_back(matmul::matmul_bf16_out.compile(tl::LaunchOptions{.num_warps = 8, .num_stages = 3}, a, a, c, n,
-                                                       n, n, n, 1, n, 1, n, 1, 128, 256, 64, 8));
+    compiled.push_back(matmul::matmul_bf16_out.compile(kFused, a, a, c, n, n, n, n, 1, n, 1, n, 1, 128, 256, 64, 8));
   }
   {
     // fp8 as Triton's fp8 matmul runs it: b K-major in memory (stride_bk 1), wgmma m64n256k32.
     auto a = tl::Tensor::empty({256, 256}, tl::DType::f8e4m3, tl::Device::cpu);
     auto c = tl::Tensor::empty({256, 256}, tl::DType::bf16, tl::Device::cpu);
     const int n = 4096;
-    compiled.push_back(matmul_e4m3().compile(tl::LaunchOptions{.num_warps = 8, .num_stages = 3}, a, a, c, n, n, n, n, 1,
-                                             1, n, n, 1, 128, 256, 128, 8));
+    compiled.push_back(matmul_e4m3().compile(kFused, a, a, c, n, n, n, n, 1, 1, n, n, 1, 128, 256, 128, 8));
   }
   for (int d : {128, 64}) {
     auto q = tl::Tensor::empty({1, 2, 256, d}, tl::DType::bf16, tl::Device::cpu);
@@ -150,7 +150,7 @@ TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90
                                           {128, 128, 2, 1},
                                           {128, 64, 2, 1},
                                           {128, 64, 3, 1}}) {
-      const tl::LaunchOptions options{.num_warps = 8, .num_stages = stages};
+      const tl::LaunchOptions options{.num_warps = 8, .num_stages = stages, .enable_fp_fusion = true};
       compiled.push_back(attention::attention_kernel.compile(options, q, q, q, o, 0.088f, 32 * 4096 * d, 4096 * d, d, 1,
                                                              32, 4096, d, bm, bn, causal, 1));
       compiled.push_back(attention::attention_kernel_bf16.compile(options, q, q, q, o16, 0.088f, 32 * 4096 * d,
