@@ -479,9 +479,10 @@ TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[int
 TEST_CASE("attention forward on tensor cores matches softmax(Q K^T) V", "[interp]") {
   const int heads = 2;
   // (n, BLOCK_M, BLOCK_N, num_warps, num_stages): 64 x 128 blocks take two stages so that K's and V's
-  // buffers fit sm_80's 163 KiB as well as sm_90's 227 KiB.
+  // buffers fit sm_90's 227 KiB; 8.x targets have less (sm_80 163 KiB, sm_89 99 KiB), and the blocks
+  // that exceed it are reported and skipped there: the 64 x 64 ones fit every target.
   for (auto [n, block_m, block_n, warps, stages] :
-       {std::array<int, 5>{150, 128, 64, 8, 3}, {192, 128, 64, 8, 3}, {256, 64, 128, 4, 2}})
+       {std::array<int, 5>{150, 128, 64, 8, 3}, {192, 128, 64, 8, 3}, {256, 64, 128, 4, 2}, {200, 64, 64, 4, 2}})
     for (int head_dim : {64, 128})
       for (int causal : {0, 1}) {
         INFO("n " << n << ", blocks " << block_m << "x" << block_n << ", head dim " << head_dim
@@ -491,6 +492,20 @@ TEST_CASE("attention forward on tensor cores matches softmax(Q K^T) V", "[interp
         auto v = tl::Tensor::randn({1, heads, n, head_dim}, 73 + head_dim, tl::DType::bf16);
         auto o = poison<float>({1, heads, n, head_dim});
         const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+#ifdef TILEDSL_ENABLE_CODEGEN
+        // Blocks whose buffers exceed an 8.x target's shared memory (sm_80: 163 KiB, sm_89: 99 KiB)
+        // are reported and skipped there; on sm_90 every configuration must fit.
+        try {
+          attention::attention_kernel.compile(tl::LaunchOptions{.num_warps = warps, .num_stages = stages}, q, k, v, o,
+                                              1.0f, heads * n * head_dim, n * head_dim, head_dim, 1, heads, n, head_dim,
+                                              block_m, block_n, causal, n % block_n == 0);
+        } catch (const tl::Error& e) {
+          const std::string what = e.what();
+          if (what.find("bytes of shared memory; sm_8") == std::string::npos) throw;
+          WARN("skipped: " << what);
+          continue;
+        }
+#endif
         auto launch = attention::attention_kernel[tl::grid(tl::cdiv(n, block_m), heads)].options(
             {.num_warps = warps, .num_stages = stages});
         launch(q, k, v, o, scale, heads * n * head_dim, n * head_dim, head_dim, 1, heads, n, head_dim, block_m, block_n,
@@ -535,8 +550,8 @@ TEST_CASE("attention forward on tensor cores matches softmax(Q K^T) V", "[interp
         }
 #ifdef TILEDSL_ENABLE_CODEGEN
         tl::CompiledKernel c = attention::attention_kernel.compile(
-            tl::LaunchOptions{.num_warps = warps}, q, k, v, o, scale, heads * n * head_dim, n * head_dim, head_dim, 1,
-            heads, n, head_dim, block_m, block_n, causal, n % block_n == 0);
+            tl::LaunchOptions{.num_warps = warps, .num_stages = stages}, q, k, v, o, scale, heads * n * head_dim,
+            n * head_dim, head_dim, 1, heads, n, head_dim, block_m, block_n, causal, n % block_n == 0);
         if (c.arch == "sm_90a") {  // Q K^T: 64 rows of BLOCK_N scores per instruction
           CHECK(c.ptx.find("wgmma.mma_async.sync.aligned.m64n" + std::to_string(block_n) + "k16.f32.bf16.bf16") !=
                 std::string::npos);
