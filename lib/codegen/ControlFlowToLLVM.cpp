@@ -53,6 +53,8 @@ void Lowering::lower_for(const ir::Op& op) {
             b_.CreateGEP(b_.getInt8Ty(), smem_, b_.getInt64(static_cast<uint64_t>(dot->attr_int("smem_offset"))));
         stage_dot_operand(dot->operands[static_cast<size_t>(x)], buffer, passes::dot_smem(*dot, wgmma).at[x],
                           /*panels=*/true, x == 1 && dot_b_kmajor(*dot), wgmma_tf32(*dot));
+        // wgmma reads it through the async proxy (the dots in the loop do not fence it again).
+        inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
       }
   // Dots with several buffers fill them without a barrier (their earlier readers are their own
   // MMAs, waited for): ops before the loop that used the same bytes must be done first.

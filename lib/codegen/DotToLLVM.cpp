@@ -395,9 +395,14 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
   if (round)
     for (int x = 0; x < 2; ++x)
       if (next_copy[x]) round_copies_in_place(*next_copy[x], dot_operand_at(op, x, stage), x == 1 && b_kmajor);
-  // The tensor cores read shared memory through the async proxy: generic-proxy writes (stores,
-  // cp.async) must be fenced first.
-  if (wgmma) inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
+  // The tensor cores read shared memory through the async proxy: what this iteration stored
+  // there from registers (staged operands, tf32 rounded in place) is fenced before the barrier.
+  // Operands that only cp.async fills need no fence (as Triton's fence insertion places none
+  // after its async copies): the wait and the barrier make them visible. Operands staged once
+  // before the loop are fenced there (lower_for). One fence per iteration costs a MEMBAR.
+  const bool staged = (!next_copy[0] && !once[0] && !a_regs) || (!next_copy[1] && !once[1]);
+  if (wgmma && (staged || round))
+    inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   barrier();
   if (copies) {
     // Buffer (i + depth) mod buffers.
