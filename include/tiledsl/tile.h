@@ -1644,7 +1644,8 @@ void while_(Cond&& cond, Body&& body, TILEDSL_LOC) {
   detail::while_loop([&] { return cond().value(); }, [&] { body(); }, loc);
 }
 // Triton's early `if cond: return`: when the boolean scalar `cond` holds, the program ends here.
-// In the kernel's body only (not inside tl::range, tl::while_ or tl::if_).
+// In the kernel's body and in tl::if_ branches, nested or not (a return in a branch also skips
+// what follows the if_); not inside tl::range or tl::while_, as in Triton.
 inline void return_if(const Tile<bool>& cond, TILEDSL_LOC) { detail::return_if(cond.value(), loc); }
 // Every thread of the program waits here for the others (bar.sync; tl.debug_barrier).
 inline void debug_barrier(TILEDSL_LOC) { detail::debug_barrier(loc); }

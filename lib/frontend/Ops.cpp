@@ -181,6 +181,70 @@ void inside(ir::Builder& b, ir::Block* block, Fn&& fn) {
   }
   b.set_block(saved);
 }
+
+// Early returns inside tl::if_ (Triton allows `return` in an `if`, nested or not, but not in a
+// loop). Each branch being traced, and each loop body, is a scope. A return_if in a branch opens
+// `if cond {} else {the rest of the branch}` as the kernel's body does (Builder::return_if); when
+// the branch ends, those ifs are closed with the variables the rest assigned as results, plus a
+// flag "returned", which the enclosing if_ yields and ends with return_if(flag) in its own block:
+// so a return deep in a branch also skips everything after the branch, up to the kernel's end.
+struct ReturnScope {
+  bool allowed;      // false in a loop body (and any if_ inside it)
+  ir::Block* block;  // where the branch's ops go now: its region, or the last return's else
+  struct Open {
+    ir::Op* op;                                    // the if of one return_if
+    std::vector<std::pair<Handle*, V>> at_return;  // the variables as they were at the return
+  };
+  std::vector<Open> open;
+};
+thread_local std::vector<ReturnScope> return_scopes;
+
+struct ReturnScopeGuard {
+  explicit ReturnScopeGuard(ReturnScope s) { return_scopes.push_back(std::move(s)); }
+  ~ReturnScopeGuard() { return_scopes.pop_back(); }
+  ReturnScopeGuard(const ReturnScopeGuard&) = delete;
+  ReturnScopeGuard& operator=(const ReturnScopeGuard&) = delete;
+};
+bool returns_allowed() { return return_scopes.empty() || return_scopes.back().allowed; }
+
+// Closes the returns a branch opened (innermost first), ending with the builder in the branch's
+// region: the variables assigned after each return become that if's results (the then side keeps
+// their values at the return). Returns the flag "the branch returned", or null without returns.
+V close_branch_returns(ir::Builder& b, const ir::Location& loc) {
+  ReturnScope& s = return_scopes.back();
+  V flag = nullptr;
+  while (!s.open.empty()) {
+    ReturnScope::Open o = std::move(s.open.back());
+    s.open.pop_back();
+    std::vector<std::pair<Handle*, V>> changed;  // (handle, value at the return)
+    for (Handle* h = HandleAccess::head; h; h = HandleAccess::next(h))
+      for (const auto& [seen, v] : o.at_return)
+        if (seen == h && h->value() != v) {
+          if (h->value()->type != v->type)
+            b.fail(loc, "if_",
+                   fmt::format("a variable assigned after a return_if changes type from {} to {}; variables "
+                               "assigned under if_ must keep their element type and shape",
+                               v->type.str(), h->value()->type.str()));
+          changed.emplace_back(h, v);
+        }
+    std::vector<V> then_yields, else_yields;
+    for (const auto& [h, v] : changed) {
+      then_yields.push_back(v);
+      else_yields.push_back(h->value());
+    }
+    b.set_block(o.op->regions[1].get());
+    else_yields.push_back(flag ? flag : b.constant_int(0, DType::i1, loc));
+    b.yield(else_yields, loc);
+    b.set_block(o.op->regions[0].get());
+    then_yields.push_back(b.constant_int(1, DType::i1, loc));
+    b.yield(then_yields, loc);
+    b.set_block(o.op->parent);
+    for (const auto& [h, v] : changed) HandleAccess::value(h) = o.op->add_result(v->type);
+    flag = o.op->add_result(ir::Type::scalar(DType::i1));
+  }
+  s.block = b.block();
+  return flag;
+}
 }  // namespace
 
 #define B builder(loc)
@@ -336,6 +400,7 @@ void for_loop(V lo, V hi, V step, const std::function<void(V)>& body, const Sour
     if (std::string problem = ir::num_stages_problem(num_stages); !problem.empty()) b.fail(L, "range", problem);
   if (unroll && (unroll < 1 || unroll > ir::kMaxUnroll))
     b.fail(L, "range", fmt::format("unroll must be from 1 to {}, got {}", ir::kMaxUnroll, unroll));
+  ReturnScopeGuard no_returns({.allowed = false, .block = nullptr, .open = {}});
   // Pass 1: trace into a throw-away loop to learn which live handles the body assigns.
   auto before = snapshot();
   ir::Op* probe = b.begin_for(lo, hi, step, {}, L);
@@ -373,8 +438,13 @@ void if_else(V cond, const std::function<void()>& then_fn, const std::function<v
   auto& b = B;
   auto before = snapshot();
   ir::Op* op = b.begin_if(cond, L);
+  V returned[2] = {nullptr, nullptr};  // each branch's flag "returned early", if it has a return_if
   auto trace_branch = [&](size_t r, const std::function<void()>& fn) {
-    inside(b, op->regions[r].get(), fn);
+    ReturnScopeGuard scope({.allowed = returns_allowed(), .block = op->regions[r].get(), .open = {}});
+    inside(b, op->regions[r].get(), [&] {
+      fn();
+      returned[r] = close_branch_returns(b, L);
+    });
     std::vector<V> after;
     for (auto& [h, v] : before) after.push_back(h->value());
     restore(before);
@@ -398,13 +468,23 @@ void if_else(V cond, const std::function<void()>& then_fn, const std::function<v
     ty.push_back(then_vals[i]);
     ey.push_back(else_vals[i]);
   }
-  inside(b, op->regions[0].get(), [&] { b.yield(ty, L); });
-  inside(b, op->regions[1].get(), [&] { b.yield(ey, L); });
+  const bool returns = returned[0] || returned[1];
+  inside(b, op->regions[0].get(), [&] {
+    if (returns) ty.push_back(returned[0] ? returned[0] : b.constant_int(0, DType::i1, L));
+    b.yield(ty, L);
+  });
+  inside(b, op->regions[1].get(), [&] {
+    if (returns) ey.push_back(returned[1] ? returned[1] : b.constant_int(0, DType::i1, L));
+    b.yield(ey, L);
+  });
   for (size_t i : changed) HandleAccess::value(before[i].first) = op->add_result(before[i].second->type);
+  // A return in a branch ends the program: what follows the if_ is skipped too.
+  if (returns) return_if(op->add_result(ir::Type::scalar(DType::i1)), loc);
 }
 
 void while_loop(const std::function<V()>& cond, const std::function<void()>& body, const SourceLoc& loc) {
   auto& b = B;
+  ReturnScopeGuard no_returns({.allowed = false, .block = nullptr, .open = {}});
   auto check_cond = [&](V c) {
     if (c->type.is_tile() || c->type.dtype() != DType::i1)
       b.fail(L, "while_", fmt::format("the condition must be a boolean scalar, got {}", c->type.str()));
@@ -456,7 +536,19 @@ void while_loop(const std::function<V()>& cond, const std::function<void()>& bod
   for (size_t i = 0; i < carried.size(); ++i) HandleAccess::value(carried[i].first) = loop->result(i);
 }
 
-void return_if(V cond, const SourceLoc& loc) { B.return_if(cond, L); }
+void return_if(V cond, const SourceLoc& loc) {
+  auto& b = B;
+  if (return_scopes.empty()) return b.return_if(cond, L);  // in the kernel's body
+  ReturnScope& s = return_scopes.back();
+  if (!s.allowed || b.block() != s.block)
+    b.fail(L, "return_if",
+           "an early return is allowed in the kernel's body and in tl::if_ branches, not inside tl::range or "
+           "tl::while_ (assign a flag there and return after the loop)");
+  ir::Op* op = b.begin_if(cond, L, "return_if");
+  s.open.push_back({op, snapshot()});
+  s.block = op->regions[1].get();
+  b.set_block(s.block);
+}
 void debug_barrier(const SourceLoc& loc) { B.barrier(L); }
 
 // --- Block pointers -------------------------------------------------------------------------

@@ -670,8 +670,8 @@ Op* Builder::begin_while(const std::vector<Value*>& inits, const Location& loc) 
 void Builder::return_if(Value* cond, const Location& loc) {
   if (block_ != &f_.body && (returns_.empty() || block_ != returns_.back()))
     fail(loc, "return_if",
-         "an early return is allowed in the kernel's body only, not inside tl::range, tl::while_ or tl::if_ "
-         "(assign a flag there and return after the loop or branch)");
+         "an early return is allowed in the kernel's body and in tl::if_ branches, not inside tl::range or "
+         "tl::while_ (assign a flag there and return after the loop)");
   Op* op = begin_if(cond, loc, "return_if");
   set_block(op->regions[0].get());
   yield({}, loc);

@@ -100,7 +100,8 @@ class Builder {
   void yield(const std::vector<Value*>& values, const Location& loc);
   // An early return (tl::return_if): if `cond`, the program ends here. The ops built after it go
   // into the else branch of an `if` whose then branch is empty, closed by close_returns when the
-  // kernel's body ends; so it is allowed in the kernel's body only, not in a loop or a branch.
+  // kernel's body ends. This is the kernel body's form; in tl::if_ branches the frontend builds
+  // its own (frontend/Ops.cpp, ReturnScope), and in loops a return is an error.
   void return_if(Value* cond, const Location& loc);
   void close_returns();
 

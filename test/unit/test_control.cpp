@@ -2,6 +2,7 @@
 // tiles, a spin lock), tl::return_if (Triton's early `return`) and tl::debug_barrier, on both
 // backends (TILEDSL_BACKEND=gpu runs these [interp] cases on the GPU), against host references.
 #include <algorithm>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -73,6 +74,45 @@ const tl::Kernel early_return =
                  tl::range(0, 3, [&](tl::Int) { v = v * 2; });
                  tl::store(out + offs, v, mask);
                  tl::store(ran + pid, 2);
+               });
+
+// Returns inside tl::if_ branches, as Triton allows them: one two ifs deep, one after a nested
+// if_, one in an else branch. A return skips the rest of its branch and everything after the
+// if_; what the branch assigns after a return (stage, scale) flows out of it when none is taken.
+const tl::Kernel nested_return =
+    tl::kernel("nested_return", {"x", "out", "ran", "n", "BLOCK"},
+               [](tl::Ptr<float> x, tl::Ptr<float> out, tl::Ptr<int32_t> ran, tl::Int n, tl::Constexpr BLOCK) {
+                 auto pid = tl::program_id(0);
+                 auto offs = pid * BLOCK + tl::arange(0, BLOCK);
+                 auto mask = offs < n;
+                 auto v = tl::load(x + offs, mask);
+                 tl::Float total = tl::sum(v, 0);
+                 tl::Int stage = 1;
+                 tl::Float scale = 1.0f;
+                 tl::if_(
+                     pid % 2 == 0,
+                     [&] {
+                       stage = stage + 1;
+                       tl::store(ran + pid, stage);
+                       tl::if_(total < 0, [&] {
+                         stage = stage + 1;
+                         tl::store(ran + pid, stage);
+                         tl::return_if(total < -4);
+                         stage = stage + 10;
+                         scale = scale * 3;
+                       });
+                       tl::return_if(total > 6);
+                       stage = stage + 100;
+                       scale = scale * 2;
+                     },
+                     [&] {
+                       tl::store(ran + pid, stage);
+                       tl::return_if(total > 4);
+                       stage = stage + 1000;
+                       scale = -scale;
+                     });
+                 tl::store(out + offs, v * scale, mask);
+                 tl::store(ran + pid, stage + 10000);
                });
 }  // namespace
 
@@ -174,6 +214,55 @@ TEST_CASE("tl::return_if ends a program early, as Triton's `if ...: return`", "[
   require_equal(host<int32_t>(ran), want_ran);
 }
 
+TEST_CASE("tl::return_if inside tl::if_ branches, nested, skips what follows the branch", "[interp]") {
+  const int n = 4001, block = 32, programs = tl::cdiv(n, block);
+  auto x = random_eighths<float>(n, 863, -1, 1);
+  auto out = tensor<float>(std::vector<float>(n, -77.0f));
+  auto ran = tensor<int32_t>(std::vector<int32_t>(programs, 0));
+  nested_return[tl::grid(programs)](tensor<float>(x), out, ran, n, block);
+  std::vector<float> want(n, -77.0f);
+  std::vector<int32_t> want_ran(programs, 0);
+  std::map<int32_t, int> paths;  // how many programs ended with each `ran` value
+  for (int p = 0; p < programs; ++p) {
+    const int lo = p * block, hi = std::min(n, lo + block);
+    float total = 0;
+    for (int i = lo; i < hi; ++i) total += x[i];
+    int stage = 1;
+    float scale = 1;
+    bool returned = false;
+    if (p % 2 == 0) {
+      want_ran[p] = ++stage;
+      if (total < 0) {
+        want_ran[p] = ++stage;
+        returned = total < -4;
+        stage += 10;
+        scale *= 3;
+      }
+      returned = returned || total > 6;
+      stage += 100;
+      scale *= 2;
+    } else {
+      want_ran[p] = stage;
+      returned = total > 4;
+      stage += 1000;
+      scale = -scale;
+    }
+    if (!returned) {
+      for (int i = lo; i < hi; ++i) want[i] = x[i] * scale;
+      want_ran[p] = stage + 10000;
+    }
+    ++paths[want_ran[p]];
+  }
+  // Every exit is taken: 3 and 2 (the two returns of even programs), 1 (odd), and the three
+  // ways through to the end.
+  for (int32_t path : {1, 2, 3, 10102, 10113, 11001}) {
+    INFO("path " << path);
+    REQUIRE(paths[path] > 0);
+  }
+  require_equal(host<float>(out), want);
+  require_equal(host<int32_t>(ran), want_ran);
+}
+
 TEST_CASE("tl::debug_barrier keeps a kernel's results", "[interp]") {
   const int n = 517;
   auto x = random_eighths<float>(n, 853, -8, 8);
@@ -214,7 +303,9 @@ TEST_CASE("while_, return_if and debug_barrier compile to PTX", "[ptx]") {
   tl::CompiledKernel bar = with_barrier.compile(tl::LaunchOptions{}, f32(64), f32(64), 64, 64);
   CHECK(count(bar.ptx, "bar.sync") == 1);
   tl::CompiledKernel early = early_return.compile(tl::LaunchOptions{}, f32(64), f32(64), i32(4), 64, 64);
-  for (const auto* k : {&c, &lock, &bar, &early})
+  tl::CompiledKernel nested = nested_return.compile(tl::LaunchOptions{}, f32(64), f32(64), i32(2), 64, 32);
+  CHECK(nested.ptx.find(".entry nested_return") != std::string::npos);
+  for (const auto* k : {&c, &lock, &bar, &early, &nested})
     if (k->resources_from == "ptxas" || k->resources_from == "driver") CHECK(k->spill_bytes == 0);
 }
 

@@ -380,9 +380,25 @@ TEST_CASE("tl::return_if inside a loop", "[error]") {
   });
   auto x = f32(16);
   REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
-                      err("return_in_loop", "return_if: an early return is allowed in the kernel's body only, not "
-                                            "inside tl::range, tl::while_ or tl::if_ (assign a flag there and return "
-                                            "after the loop or branch)"));
+                      err("return_in_loop", "return_if: an early return is allowed in the kernel's body and in "
+                                            "tl::if_ branches, not inside tl::range or tl::while_ (assign a flag "
+                                            "there and return after the loop)"));
+}
+
+TEST_CASE("tl::return_if in an if_ inside a loop", "[error]") {
+  auto k = tl::kernel("return_in_loop_if", {"x"}, [](tl::Ptr<float> x) {
+    tl::range(0, 4, [&](tl::Int i) {
+      tl::if_(i > 1, [&] {
+        MARK; tl::return_if(i == 2);
+      });
+      tl::store(x + i, 1.0f);
+    });
+  });
+  auto x = f32(16);
+  REQUIRE_THROWS_WITH(k[tl::grid(1)](x),
+                      err("return_in_loop_if", "return_if: an early return is allowed in the kernel's body and in "
+                                               "tl::if_ branches, not inside tl::range or tl::while_ (assign a flag "
+                                               "there and return after the loop)"));
 }
 
 TEST_CASE("tl::return_if on a tile", "[error]") {
