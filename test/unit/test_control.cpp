@@ -114,6 +114,20 @@ const tl::Kernel nested_return =
                  tl::store(out + offs, v * scale, mask);
                  tl::store(ran + pid, stage + 10000);
                });
+
+// Edge cases of returns in branches: a return_if as a branch's last statement, a branch whose
+// only statement is an if_ that returns, and a store after the if_ that each return skips.
+const tl::Kernel last_return = tl::kernel("last_return", {"out"}, [](tl::Ptr<int32_t> out) {
+  auto pid = tl::program_id(0);
+  tl::if_(
+      pid % 3 == 0,
+      [&] {
+        tl::store(out + pid, 1);
+        tl::return_if(pid < 100);
+      },
+      [&] { tl::if_(pid % 3 == 1, [&] { tl::return_if(pid >= 0); }); });
+  tl::store(out + pid, 2);
+});
 }  // namespace
 
 TEST_CASE("tl::while_ runs on a runtime condition with carried scalars", "[interp]") {
@@ -261,6 +275,15 @@ TEST_CASE("tl::return_if inside tl::if_ branches, nested, skips what follows the
   }
   require_equal(host<float>(out), want);
   require_equal(host<int32_t>(ran), want_ran);
+}
+
+TEST_CASE("tl::return_if as a branch's last statement, and in an if_ that is a branch's only statement", "[interp]") {
+  const int programs = 151;
+  auto out = tensor<int32_t>(std::vector<int32_t>(programs, 0));
+  last_return[tl::grid(programs)](out);
+  std::vector<int32_t> want(programs);
+  for (int p = 0; p < programs; ++p) want[p] = p % 3 == 0 ? (p < 100 ? 1 : 2) : p % 3 == 1 ? 0 : 2;
+  require_equal(host<int32_t>(out), want);
 }
 
 TEST_CASE("tl::debug_barrier keeps a kernel's results", "[interp]") {
