@@ -382,8 +382,10 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
   const bool b_kmajor = dot_b_kmajor(op);
   const bool a_regs = wgmma && passes::wgmma_a_in_registers(op);
   const bool round = wgmma && wgmma_tf32(op);
-  if (!next_copy[0] && !once[0] && !a_regs) stage_dot_operand(a, at[0], 0, /*panels=*/wgmma, false, round);
-  if (!next_copy[1] && !once[1]) stage_dot_operand(bv, at[1], 0, /*panels=*/wgmma, b_kmajor, round);
+  // Operands neither copied ahead, staged before the loop nor read from registers: staged here.
+  const bool staged[2] = {!next_copy[0] && !once[0] && !a_regs, !next_copy[1] && !once[1]};
+  if (staged[0]) stage_dot_operand(a, at[0], 0, /*panels=*/wgmma, false, round);
+  if (staged[1]) stage_dot_operand(bv, at[1], 0, /*panels=*/wgmma, b_kmajor, round);
   llvm::Type* void_ty = b_.getVoidTy();
   const bool copies = next_copy[0] || next_copy[1];
   if (copies)
@@ -400,8 +402,7 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
   // Operands that only cp.async fills need no fence (as Triton's fence insertion places none
   // after its async copies): the wait and the barrier make them visible. Operands staged once
   // before the loop are fenced there (lower_for). One fence per iteration costs a MEMBAR.
-  const bool staged = (!next_copy[0] && !once[0] && !a_regs) || (!next_copy[1] && !once[1]);
-  if (wgmma && (staged || round))
+  if (wgmma && (staged[0] || staged[1] || round))
     inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   barrier();
   if (copies) {

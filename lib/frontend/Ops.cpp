@@ -540,10 +540,7 @@ void return_if(V cond, const SourceLoc& loc) {
   auto& b = B;
   if (return_scopes.empty()) return b.return_if(cond, L);  // in the kernel's body
   ReturnScope& s = return_scopes.back();
-  if (!s.allowed || b.block() != s.block)
-    b.fail(L, "return_if",
-           "an early return is allowed in the kernel's body and in tl::if_ branches, not inside tl::range or "
-           "tl::while_ (assign a flag there and return after the loop)");
+  if (!s.allowed || b.block() != s.block) b.fail(L, "return_if", ir::Builder::kReturnIfPlacement);
   ir::Op* op = b.begin_if(cond, L, "return_if");
   s.open.push_back({op, snapshot()});
   s.block = op->regions[1].get();

@@ -668,10 +668,7 @@ Op* Builder::begin_while(const std::vector<Value*>& inits, const Location& loc) 
 }
 
 void Builder::return_if(Value* cond, const Location& loc) {
-  if (block_ != &f_.body && (returns_.empty() || block_ != returns_.back()))
-    fail(loc, "return_if",
-         "an early return is allowed in the kernel's body and in tl::if_ branches, not inside tl::range or "
-         "tl::while_ (assign a flag there and return after the loop)");
+  if (block_ != &f_.body && (returns_.empty() || block_ != returns_.back())) fail(loc, "return_if", kReturnIfPlacement);
   Op* op = begin_if(cond, loc, "return_if");
   set_block(op->regions[0].get());
   yield({}, loc);

@@ -104,6 +104,10 @@ class Builder {
   // its own (frontend/Ops.cpp, ReturnScope), and in loops a return is an error.
   void return_if(Value* cond, const Location& loc);
   void close_returns();
+  // The error for a return_if where none is allowed (here and in the frontend's branches).
+  static constexpr const char* kReturnIfPlacement =
+      "an early return is allowed in the kernel's body and in tl::if_ branches, not inside tl::range or "
+      "tl::while_ (assign a flag there and return after the loop)";
 
   Value* hint(OpKind k, Value* v, std::vector<int64_t> values, const Location& loc);
   void print(const std::string& prefix, bool hex, const std::vector<Value*>& values, const Location& loc);
