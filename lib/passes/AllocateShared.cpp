@@ -34,7 +34,8 @@ int64_t shape_op_bytes(const Op& op) {
     if (auto src_dim = paired_dims(op.kind, is, os); src_dim && register_sources(in->type, res->type, *src_dim))
       return 0;
   }
-  return in->type.numel() * element_bytes(in->type);
+  const int64_t row = is.back(), pad = op.kind == OpKind::ConvertLayout ? conversion_row_pad(in->type) : 0;
+  return in->type.numel() / row * (row + pad) * element_bytes(in->type);
 }
 
 // Reductions: partial results cross warps through shared memory when warps split the axis

@@ -498,6 +498,12 @@ std::optional<std::vector<int>> paired_dims(ir::OpKind kind, const Shape& in, co
   return src_dim;
 }
 
+int64_t conversion_row_pad(ir::Type src) {
+  if (!dynamic_cast<const MmaLayout*>(layout_of(src)) || src.element().is_pointer()) return 0;
+  const int64_t row_bytes = src.shape().back() * byte_size(src.dtype());
+  return row_bytes % 128 == 0 ? MmaLayout::kCols : 0;
+}
+
 std::optional<std::vector<int64_t>> register_sources(ir::Type in, ir::Type out, const std::vector<int>& src_dim) {
   const DistributedLayout *li = layout_of(in), *lo = layout_of(out);
   if (!li || !lo) return std::nullopt;

@@ -259,4 +259,12 @@ inline Shape wrap_offset(Shape off, const Shape& shape) {
 // and allocate-shared reserves memory only when it is nothing.
 std::optional<std::vector<int64_t>> register_sources(ir::Type in, ir::Type out, const std::vector<int>& src_dim);
 
+// The elements of padding after each row (the last dimension) of the shared buffer a
+// convert_layout from a tile of type `src` moves its elements through: 8 (one mma block's
+// columns) for an mma source whose rows are a multiple of 128 bytes, 0 otherwise. A warp's store
+// of an mma accumulator writes 8 rows of 8 elements at once; unpadded, those rows start in the
+// same bank and the store takes 8 times as long (16 bytes of padding for 2-byte elements, 32
+// for 4-byte ones, put them in 8 different banks). Rows stay 16-byte aligned for vector reads.
+int64_t conversion_row_pad(ir::Type src);
+
 }  // namespace tiledsl::passes

@@ -17,6 +17,7 @@ class Remover {
     bool any = false;
     for (int round = 0; round < 4; ++round) {
       changed_ = false;
+      count_uses(f);
       block(f.body);
       any |= changed_;
       if (!changed_) break;
@@ -39,6 +40,7 @@ class Remover {
       Op& op = *b.ops[k];
       for (auto& v : op.operands) v = lookup(v);
       for (auto& r : op.regions) block(*r);
+      if (op.kind == OpKind::Cast) sink_below_cast(op);
       if (op.kind != OpKind::ConvertLayout) continue;
       Value* x = op.operands[0];
       ir::Type to = op.result()->type;
@@ -83,6 +85,35 @@ class Remover {
     }
   }
 
+  void count_uses(const ir::Function& f) {
+    uses_.clear();
+    ir::walk(f.body, [&](const Op* op) {
+      for (const Value* v : op->operands) ++uses_[lookup(const_cast<Value*>(v))];
+    });
+  }
+
+  // cast(convert(x)) -> convert(cast(x)) where the cast narrows its elements and reads the
+  // conversion's only use: the conversion then moves the narrow values (a matmul's bf16 result
+  // instead of its f32 accumulator: half the shared memory and half the traffic).
+  void sink_below_cast(Op& cast) {
+    Value* converted = cast.operands[0];
+    Op* conv = converted->def;
+    if (!conv || conv->kind != OpKind::ConvertLayout || uses_[converted] != 1) return;
+    Value* x = conv->operands[0];
+    ir::Type narrow = cast.result()->type;
+    if (!x->type.is_tile() || narrow.element().is_pointer() || x->type.element().is_pointer() ||
+        byte_size(narrow.dtype()) >= byte_size(x->type.dtype()))
+      return;
+    // The conversion op becomes the cast (in x's layout), the cast op the conversion.
+    conv->kind = OpKind::Cast;
+    conv->attrs = cast.attrs;
+    std::swap(conv->loc, cast.loc);
+    converted->type = ir::Type::tile(x->type.shape(), narrow.element(), x->type.layout());
+    cast.kind = OpKind::ConvertLayout;
+    cast.attrs.clear();
+    changed_ = true;
+  }
+
   // Conversions, splats and aranges nobody reads any more (this pass may have made them so).
   static void erase_unused(ir::Function& f) {
     for (bool again = true; again;) {
@@ -107,6 +138,7 @@ class Remover {
   }
 
   std::unordered_map<const Value*, Value*> replaced_;
+  std::unordered_map<const Value*, int> uses_;  // at the start of a round
   bool changed_ = false;
 };
 }  // namespace
