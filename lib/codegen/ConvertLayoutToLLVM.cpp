@@ -2,20 +2,66 @@
 
 namespace tiledsl::codegen {
 
-// Moves the elements of `src` (a tile of `src_type`) into the registers of `dst_type`
-// through shared memory; dst element `i` reads src element `src_of(i)` (row-major linear).
+namespace {
+int64_t padded_bytes(ir::Type t, int64_t row_pad, unsigned esize) {
+  const int64_t row = t.shape().back();
+  return t.numel() / row * (row + row_pad) * esize;
+}
+}  // namespace
+
+int Lowering::shared_vector_width(ir::Type t, int64_t row_pad) {
+  if (t.element().is_pointer()) return 1;
+  const Shape& s = t.shape();
+  const passes::ThreadTerm term = passes::layout_of(t)->thread_terms()[s.size() - 1];
+  auto fits = [&](int w) {
+    return (!term.lane_bits || term.lane_scale % w == 0) && (!term.warp_bits || term.warp_scale % w == 0) &&
+           (s.back() + row_pad) % w == 0;
+  };
+  int w = std::min<int>(contiguous_regs(t), static_cast<int>(16 / alloc_size(memory_type(t))));
+  while (w > 1 && !fits(w)) w /= 2;
+  return std::max(w, 1);
+}
+
+void Lowering::store_rows(llvm::Value* base, const Regs& regs, ir::Type t, int64_t row_pad, int width) {
+  llvm::Type* et = memory_type(t);
+  llvm::Type* vt = width > 1 ? llvm::FixedVectorType::get(et, static_cast<unsigned>(width)) : et;
+  const auto idx = indices(t);
+  for (size_t r = 0; r < regs.size(); r += static_cast<size_t>(width)) {
+    llvm::Value* v = width > 1 ? llvm::PoisonValue::get(vt) : to_memory(regs[r]);
+    for (int i = 0; width > 1 && i < width; ++i) v = b_.CreateInsertElement(v, to_memory(regs[r + i]), i);
+    llvm::Value* addr = b_.CreateGEP(et, base, linear(idx[r], t.shape(), row_pad));
+    b_.CreateAlignedStore(v, addr, llvm::Align(static_cast<uint64_t>(width) * alloc_size(et)));
+  }
+}
+
 Regs Lowering::shuffle(const ir::Op& op, const Regs& src, ir::Type src_type, ir::Type dst_type,
-                       const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of) {
+                       const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of, int64_t row_pad) {
   llvm::Type* et = memory_type(src_type);
-  int64_t bytes = src_type.numel() * static_cast<int64_t>(mod_->getDataLayout().getTypeAllocSize(et));
-  llvm::Value* base = shared(op, bytes);
-  auto sidx = indices(src_type);
-  for (size_t r = 0; r < src.size(); ++r)
-    b_.CreateStore(to_memory(src[r]), b_.CreateGEP(et, base, linear(sidx[r], src_type.shape())));
+  llvm::Value* base = shared(op, padded_bytes(src_type, row_pad, alloc_size(et)));
+  store_rows(base, src, src_type, row_pad, shared_vector_width(src_type, row_pad));
   barrier();
   Regs out;
   for (const auto& idx : indices(dst_type))
     out.push_back(from_memory(b_.CreateLoad(et, b_.CreateGEP(et, base, src_of(idx))), src_type));
+  return out;
+}
+
+Regs Lowering::lower_convert(const ir::Op& op) {
+  const ir::Type st = op.operands[0]->type, dt = op.result()->type;
+  const int64_t pad = passes::conversion_row_pad(st);
+  llvm::Type* et = memory_type(st);
+  llvm::Value* base = shared(op, padded_bytes(st, pad, alloc_size(et)));
+  store_rows(base, get(op.operands[0]), st, pad, shared_vector_width(st, pad));
+  barrier();
+  const int width = shared_vector_width(dt, pad);
+  llvm::Type* vt = width > 1 ? llvm::FixedVectorType::get(et, static_cast<unsigned>(width)) : et;
+  const auto idx = indices(dt);
+  Regs out;
+  for (size_t r = 0; r < idx.size(); r += static_cast<size_t>(width)) {
+    llvm::Value* addr = b_.CreateGEP(et, base, linear(idx[r], st.shape(), pad));
+    llvm::Value* v = b_.CreateAlignedLoad(vt, addr, llvm::Align(static_cast<uint64_t>(width) * alloc_size(et)));
+    for (int i = 0; i < width; ++i) out.push_back(from_memory(width > 1 ? b_.CreateExtractElement(v, i) : v, st));
+  }
   return out;
 }
 
@@ -35,6 +81,7 @@ Regs Lowering::lower_shape(const ir::Op& op) {
         return out;
       }
   }
+  if (op.kind == OpKind::ConvertLayout) return lower_convert(op);
   const auto& perm = op.kind == OpKind::Trans ? op.attr_ints("perm") : std::vector<int64_t>{};
   return shuffle(op, get(in), in->type, res->type, [&](const std::vector<llvm::Value*>& idx) {
     if (op.kind != OpKind::Trans) return linear(idx, os);  // same row-major order

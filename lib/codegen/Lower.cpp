@@ -111,10 +111,12 @@ std::vector<std::vector<llvm::Value*>> Lowering::indices(ir::Type type) {
   return out;
 }
 
-llvm::Value* Lowering::linear(const std::vector<llvm::Value*>& idx, const Shape& shape) {
+llvm::Value* Lowering::linear(const std::vector<llvm::Value*>& idx, const Shape& shape, int64_t row_pad) {
   llvm::Value* v = b_.getInt32(0);
-  for (size_t d = 0; d < idx.size(); ++d)
-    v = b_.CreateAdd(b_.CreateMul(v, b_.getInt32(static_cast<uint32_t>(shape[d]))), idx[d]);
+  for (size_t d = 0; d < idx.size(); ++d) {
+    const int64_t extent = shape[d] + (d + 1 == idx.size() ? row_pad : 0);
+    v = b_.CreateAdd(b_.CreateMul(v, b_.getInt32(static_cast<uint32_t>(extent))), idx[d]);
+  }
   return v;
 }
 

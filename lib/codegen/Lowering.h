@@ -102,7 +102,9 @@ class Lowering {
   llvm::Value* thread_part(const DistributedLayout* l, size_t d);
   // The index of every register of a tile value of `type`: idx[reg][dim], i32.
   std::vector<std::vector<llvm::Value*>> indices(ir::Type type);
-  llvm::Value* linear(const std::vector<llvm::Value*>& idx, const Shape& shape);
+  // The row-major position of `idx` in `shape`, with `row_pad` unused elements after each row
+  // (the last dimension).
+  llvm::Value* linear(const std::vector<llvm::Value*>& idx, const Shape& shape, int64_t row_pad = 0);
   // Which registers of a value of `type` this thread owns: each element of a tile has exactly
   // one owner among all threads and registers (layouts may replicate elements), and a scalar
   // is owned by thread 0. `pred` is an i1 that holds in the owning threads, or null when every
@@ -142,10 +144,22 @@ class Lowering {
 
   // --- Shapes and layout conversions (ConvertLayoutToLLVM.cpp) ---------------------------
   // Moves the elements of `src` (a tile of `src_type`) into the registers of `dst_type`
-  // through shared memory; dst element `i` reads src element `src_of(i)` (row-major linear).
+  // through shared memory, where src is laid out row-major with `row_pad` unused elements after
+  // each row; dst element `i` reads the element at position `src_of(i)` there.
   Regs shuffle(const ir::Op& op, const Regs& src, ir::Type src_type, ir::Type dst_type,
-               const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of);
+               const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& src_of, int64_t row_pad = 0);
+  // How many consecutive registers of a tile of type `t` one shared-memory access can move
+  // when the tile is laid out row-major with `row_pad` elements after each row: registers
+  // consecutive along the last dimension, at positions (thread part included) that are
+  // multiples of the count, 16 bytes at most.
+  int shared_vector_width(ir::Type t, int64_t row_pad);
+  // Stores the registers `regs` of a tile of type `t` at `base`, laid out as above, in vectors
+  // of `width` registers.
+  void store_rows(llvm::Value* base, const Regs& regs, ir::Type t, int64_t row_pad, int width);
   Regs lower_shape(const ir::Op& op);
+  // convert_layout through shared memory: vector stores in the source's layout, a barrier,
+  // vector loads in the result's.
+  Regs lower_convert(const ir::Op& op);
   Regs lower_gather(const ir::Op& op);
   void lower_inline_asm(const ir::Op& op);
 
@@ -165,7 +179,8 @@ class Lowering {
 
   // --- Memory (MemoryToLLVM.cpp) -----------------------------------------------------------
   // How many consecutive registers of `v` hold consecutive elements along `dim` (-1: the last).
-  int contiguous_regs(const ir::Value* v, int dim = -1);
+  int contiguous_regs(ir::Type t, int dim = -1);
+  int contiguous_regs(const ir::Value* v, int dim = -1) { return contiguous_regs(v->type, dim); }
   int vector_width(const ir::Op& op);
   // Runs `body` only where `pred` holds (no branch when there is no predicate); returns the
   // value `body` produced there, or `otherwise` elsewhere.

@@ -7,9 +7,9 @@ namespace tiledsl::codegen {
 // --- Memory ------------------------------------------------------------------------------
 // How many consecutive registers of `v` (a tile) hold consecutive elements along the last
 // dimension, starting at every multiple of the result.
-int Lowering::contiguous_regs(const ir::Value* v, int dim) {
-  const DistributedLayout* l = layout(v);
-  const Shape& s = v->type.shape();
+int Lowering::contiguous_regs(ir::Type t, int dim) {
+  const DistributedLayout* l = passes::layout_of(t);
+  const Shape& s = t.shape();
   size_t last = dim < 0 ? s.size() - 1 : static_cast<size_t>(dim);
   int64_t n = l->num_regs(s);
   int best = 1;
