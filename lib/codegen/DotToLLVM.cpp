@@ -145,6 +145,55 @@ llvm::Value* Lowering::dot_operand_offset(llvm::Value* row, llvm::Value* col, in
   return swizzled(b_, at);
 }
 
+namespace {
+// The bits a thread part of an index (ThreadTerm's formula) can hold: each field's values times
+// its scale (exact for a power-of-two scale), or every bit up to the highest the sum can reach
+// when the fields may overlap.
+int64_t bits_up_to(int64_t max) {
+  int64_t m = 0;
+  while (m < max) m = m * 2 + 1;
+  return m;
+}
+int64_t field_bits(int bits, int64_t scale) {
+  if (!bits || !scale) return 0;
+  const int64_t values = (int64_t{1} << bits) - 1;
+  return (scale & (scale - 1)) == 0 ? values * scale : bits_up_to(values * scale);
+}
+}  // namespace
+
+int64_t thread_bits(const passes::ThreadTerm& t) {
+  const int64_t lane = field_bits(t.lane_bits, t.lane_scale), warp = field_bits(t.warp_bits, t.warp_scale);
+  return lane & warp ? bits_up_to(lane + warp) : lane | warp;
+}
+
+llvm::Value* Lowering::swizzled_address(llvm::Value* start, bool aligned, const ThreadIndex& t, int64_t dr, int64_t dc,
+                                        int64_t rows, int64_t cols, bool panels, int bytes) {
+  auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
+  const bool split = (dr & t.row_bits) == 0 && (dc & t.col_bits) == 0 && (dr | t.row_bits) < rows &&
+                     (dc | t.col_bits) < cols && dr >= 0 && dc >= 0;
+  if (!split) {  // the index as it is, wrapped into the array as indices() wraps it
+    llvm::Value* row = b_.CreateAnd(b_.CreateAdd(t.row, u32(dr)), u32(rows - 1));
+    llvm::Value* col = b_.CreateAnd(b_.CreateAdd(t.col, u32(dc)), u32(cols - 1));
+    return b_.CreateAdd(start, dot_operand_offset(row, col, rows, cols, panels, bytes));
+  }
+  llvm::Value* thread = dot_operand_offset(t.row, t.col, rows, cols, panels, bytes);
+  const auto c = static_cast<int64_t>(
+      llvm::cast<llvm::ConstantInt>(dot_operand_offset(u32(dr), u32(dc), rows, cols, panels, bytes))->getZExtValue());
+  if (!aligned) return b_.CreateAdd(start, b_.CreateXor(thread, u32(c)));
+  // start's low 10 bits are zero: only they differ between the XOR before and after adding it.
+  return b_.CreateAdd(b_.CreateXor(b_.CreateAdd(start, thread), u32(c & 1023)), u32(c & ~int64_t{1023}));
+}
+
+Lowering::ThreadIndex Lowering::thread_index(const DistributedLayout* l, size_t along) {
+  const auto terms = l->thread_terms();
+  return {thread_part(l, 1 - along), thread_part(l, along), thread_bits(terms[1 - along]), thread_bits(terms[along])};
+}
+
+bool Lowering::dot_operand_aligned(const ir::Op& op, int x) {
+  const passes::DotSmem place = passes::dot_smem(op, has_wgmma(opts_.arch));
+  return (op.attr_int("smem_offset") + place.at[x]) % 1024 == 0 && place.stride[x] % 1024 == 0;
+}
+
 void Lowering::stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed,
                                  bool round_tf32) {
   auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
@@ -228,22 +277,38 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
   llvm::Value* row_in = b_.CreateAnd(lane_, 7);
   llvm::Value* matrix = b_.CreateLShr(lane_, 3);
-  // The shared address of element (row, col) of the array at `start` with `cols` columns.
-  auto address = [&](llvm::Value* start, int64_t cols, llvm::Value* row, llvm::Value* col) {
-    return b_.CreateAdd(start, dot_operand_offset(row, col, 0, cols, /*panels=*/false, bytes));
-  };
   // a: matrices (rows 0-7, k bytes 0-15), (rows 8-15, 0-15), (rows 0-7, 16-31), (rows 8-15,
   // 16-31): lane l gets 4 bytes of row l / 4 at byte 4 (l % 4) of each, which for every input
-  // type are the A fragments a0-a3 of the instruction (two f16, one tf32 or four i8 each).
-  llvm::Value* a_row_in = b_.CreateAdd(row_in, b_.CreateMul(b_.CreateAnd(matrix, 1), u32(8)));
-  llvm::Value* a_col_in = b_.CreateMul(b_.CreateLShr(matrix, 1), u32(half));
+  // type are the A fragments a0-a3 of the instruction (two f16, one tf32 or four i8 each). The
+  // thread parts of the indices (swizzled_address): the warp's row block and the lane's row and
+  // matrix; the constants: the row block bm and k0.
+  const int64_t M = a->type.shape()[0];
+  const bool a_aligned = dot_operand_aligned(op, 0), b_aligned = dot_operand_aligned(op, 1);
+  const ThreadIndex a_thread = {
+      b_.CreateAdd(b_.CreateMul(warp_m, u32(16)), b_.CreateAdd(row_in, b_.CreateMul(b_.CreateAnd(matrix, 1), u32(8)))),
+      b_.CreateMul(b_.CreateLShr(matrix, 1), u32(half)), 16 * l.warps_m() - 1, half};
   // b (x4), 16-bit from the row-major array, transposed: (k 0-7, block j), (k 8-15, block j),
   // (k 0-7, block j + 1), (k 8-15, block j + 1). 8- and 32-bit from the K-major array (b's
   // transpose): (block j, k bytes 0-15), (block j, 16-31), (block j + 1, 0-15), (j + 1, 16-31),
-  // lane l getting 4 bytes of column l / 4, which are b0 and b1 as for a.
+  // lane l getting 4 bytes of column l / 4, which are b0 and b1 as for a. A warp's column blocks
+  // are `step` apart; the pair's second (x4) is the lane's, the first block of a pair (bn, even)
+  // the constant. A last odd block is read alone (x2), with no pair bit in the thread part.
+  const int64_t step = passes::MmaLayout::kCols * l.warps_n();
   llvm::Value* b_row_in = b_.CreateAdd(row_in, b_.CreateMul(b_.CreateAnd(matrix, 1), u32(8)));
   llvm::Value* b_k_in = b_.CreateMul(b_.CreateAnd(matrix, 1), u32(half));
   llvm::Value* b_next = b_.CreateLShr(matrix, 1);  // 0 or 1: which of the two column blocks
+  auto b_thread = [&](bool pair) -> ThreadIndex {
+    llvm::Value* col = b_.CreateMul(warp_n, u32(8));
+    if (pair) col = b_.CreateAdd(col, b_.CreateMul(b_next, u32(step)));
+    const int64_t col_bits = (pair ? 2 * step : step) - 8;
+    if (b_kmajor) return {b_.CreateAdd(col, row_in), b_k_in, col_bits | 7, half};
+    return {b_row_in, col, 15, col_bits};
+  };
+  const ThreadIndex b_pair = b_thread(true), b_single = b_thread(false);
+  auto b_address = [&](const ThreadIndex& t, int64_t bn, int64_t k0) {
+    return b_kmajor ? swizzled_address(b_addr, b_aligned, t, bn * step, k0, N, K, /*panels=*/false, bytes)
+                    : swizzled_address(b_addr, b_aligned, t, k0, bn * step, K, N, /*panels=*/false, bytes);
+  };
 
   llvm::Type* acc_type = a->type.dtype() == DType::i8 ? i32 : b_.getFloatTy();
   llvm::Type* four = llvm::StructType::get(ctx_, {i32, i32, i32, i32});
@@ -285,9 +350,8 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   for (int64_t k0 = 0; k0 < K; k0 += k_step) {
     std::vector<std::pair<Fragments, Fragments>> af, bf(static_cast<size_t>(bn_count));
     for (int64_t bm = 0; bm < bm_count; ++bm) {
-      llvm::Value* row = b_.CreateAdd(b_.CreateAdd(b_.CreateMul(warp_m, u32(16)), a_row_in),
-                                      u32(bm * passes::MmaLayout::kRows * l.warps_m()));
-      llvm::Value* at = address(a_addr, K, row, b_.CreateAdd(a_col_in, u32(k0)));
+      llvm::Value* at = swizzled_address(a_addr, a_aligned, a_thread, bm * passes::MmaLayout::kRows * l.warps_m(), k0,
+                                         M, K, /*panels=*/false, bytes);
       af.push_back(split(unpack(inline_ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];",
                                            "=r,=r,=r,=r,r", four, {at}, /*side_effects=*/true),
                                 4)));
@@ -295,11 +359,7 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
     const char* trans = b_kmajor ? "" : ".trans";
     for (int64_t bn = 0; bn < bn_count; bn += 2) {
       const bool pair = bn + 1 < bn_count;
-      const int64_t step = passes::MmaLayout::kCols * l.warps_n();  // between a warp's column blocks
-      llvm::Value* col = b_.CreateAdd(b_.CreateMul(warp_n, u32(8)), u32(bn * step));
-      if (pair) col = b_.CreateAdd(col, b_.CreateMul(b_next, u32(step)));
-      llvm::Value* at = b_kmajor ? address(b_addr, K, b_.CreateAdd(col, row_in), b_.CreateAdd(b_k_in, u32(k0)))
-                                 : address(b_addr, N, b_.CreateAdd(b_row_in, u32(k0)), col);
+      llvm::Value* at = b_address(pair ? b_pair : b_single, bn, k0);
       if (pair) {
         auto r = unpack(
             inline_ptx(fmt::format("ldmatrix.sync.aligned.m8n8.x4{}.shared.b16 {{$0, $1, $2, $3}}, [$4];", trans),
@@ -413,7 +473,8 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
         b_.CreateSelect(wraps, b_.CreateSub(ahead, b_.getInt32(static_cast<uint32_t>(buffers))), ahead);
     for (int x = 0; x < 2; ++x)
       if (next_copy[x])
-        copy_to_shared(*next_copy[x], dot_operand_at(op, x, next_stage), x == 1 && b_kmajor, /*panels=*/wgmma);
+        copy_to_shared(*next_copy[x], dot_operand_at(op, x, next_stage), dot_operand_aligned(op, x), x == 1 && b_kmajor,
+                       /*panels=*/wgmma);
     inline_ptx("cp.async.commit_group;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   }
   return at;
@@ -616,7 +677,7 @@ llvm::Value* Lowering::dot_operand_at(const ir::Op& dot, int x, llvm::Value* sta
   return b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(place.stride[x]))));
 }
 
-void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed, bool panels) {
+void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool aligned, bool transposed, bool panels) {
   const ir::Value* res = load.result();
   const Shape& shape = res->type.shape();
   const size_t along = transposed ? 0 : 1;  // the dimension runs go along (vector_width's)
@@ -625,17 +686,19 @@ void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool transpos
   const int bytes = elem * vec;  // 4, 8 or 16 bytes a copy (find_direct_copies)
   const Regs& ptrs = get(load.operands[0]);
   const Regs* mask = load.operands.size() > 1 ? &get(load.operands[1]) : nullptr;
-  auto idx = indices(res->type);
+  const DistributedLayout* l = layout(res);
+  const ThreadIndex t = thread_index(l, along);
   // src-size 0 copies nothing and zero-fills the destination (masked-off elements).
   const std::string text =
       fmt::format("cp.async.{}.shared.global [$0], [$1], {}, $2;", bytes == 16 ? "cg" : "ca", bytes);
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
-    llvm::Value* offset =
-        dot_operand_offset(idx[r][1 - along], idx[r][along], shape[1 - along], shape[along], panels, elem);
+    const Shape off = l->reg_offset(shape, static_cast<int64_t>(r));
+    llvm::Value* addr =
+        swizzled_address(at, aligned, t, off[1 - along], off[along], shape[1 - along], shape[along], panels, elem);
     llvm::Value* size = mask ? b_.CreateSelect((*mask)[r], b_.getInt32(static_cast<uint32_t>(bytes)), b_.getInt32(0))
                              : b_.getInt32(static_cast<uint32_t>(bytes));
-    inline_ptx(text, "r,l,r,~{memory}", b_.getVoidTy(),
-               {b_.CreateAdd(at, offset), b_.CreatePtrToInt(ptrs[r], b_.getInt64Ty()), size}, /*side_effects=*/true);
+    inline_ptx(text, "r,l,r,~{memory}", b_.getVoidTy(), {addr, b_.CreatePtrToInt(ptrs[r], b_.getInt64Ty()), size},
+               /*side_effects=*/true);
   }
 }
 
@@ -670,7 +733,7 @@ void Lowering::lower_direct_load(const ir::Op& load) {
   barrier();               // earlier users of the buffer's bytes are done
   const bool wgmma = wgmma_dot(*dot);
   copy_to_shared(load, dot_operand_at(*dot, x, b_.getInt32(static_cast<uint32_t>(buffer))),
-                 x == 1 && dot_b_kmajor(*dot), /*panels=*/wgmma);
+                 dot_operand_aligned(*dot, x), x == 1 && dot_b_kmajor(*dot), /*panels=*/wgmma);
   inline_ptx("cp.async.commit_group;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
 }
 

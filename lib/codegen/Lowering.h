@@ -38,6 +38,9 @@ inline const DistributedLayout* layout(const ir::Value* v) {
   return l;
 }
 
+// The bits the thread part of an index (passes::ThreadTerm's formula) can hold (DotToLLVM.cpp).
+int64_t thread_bits(const passes::ThreadTerm& t);
+
 // A load's or store's cache hints (tl::LoadOptions, tl::StoreOptions): the instruction's
 // qualifiers after `ld.global` / `st.global` (`.cg`, `.L2::cache_hint`, or `ld.volatile`'s),
 // and the L2 eviction policy register that `.L2::cache_hint` takes.
@@ -221,6 +224,12 @@ class Lowering {
   Regs lower_dot(const ir::Op& op);
   Regs lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l);
   Regs lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l);
+  // A thread's part of a dot operand element's index (row, column of the array in shared memory)
+  // and the bits each can hold (thread_bits), for swizzled_address.
+  struct ThreadIndex {
+    llvm::Value *row, *col;
+    int64_t row_bits, col_bits;
+  };
   // Stores a tile [rows][cols] into swizzled shared memory at byte `base` of `smem`
   // (DotToLLVM.cpp says how), in 16-byte stores where its layout allows.
   // `transposed`: the array in shared memory is v's transpose (a K-major b, dot_b_kmajor).
@@ -228,6 +237,9 @@ class Lowering {
   // shared memory directly, must see them.
   void stage_dot_operand(const ir::Value* v, llvm::Value* smem, int64_t base, bool panels, bool transposed = false,
                          bool round_tf32 = false);
+  // The thread parts of the index of a tile of layout `l` as a dot operand array's (row, column),
+  // its rows being dimension 1 - along.
+  ThreadIndex thread_index(const DistributedLayout* l, size_t along);
   // cvt.rna.tf32.f32 of the 32 bits `x` (an f32 or i32 value): the i32 bits of its tf32 rounding.
   llvm::Value* cvt_rna_tf32(llvm::Value* x);
   // Whether the tensor-core dot `dot` runs on wgmma with tf32 inputs (rounded in shared memory).
@@ -244,13 +256,26 @@ class Lowering {
   // elements in shared memory: row-major, or (16-bit only) in panels of 64 columns (DotToLLVM.cpp).
   llvm::Value* dot_operand_offset(llvm::Value* row, llvm::Value* col, int64_t rows, int64_t cols, bool panels,
                                   int bytes = 2);
+  // The 32-bit shared address of element (t.row + dr, t.col + dc) of the swizzled array at
+  // `start` (dot_operand_offset's arguments), a thread's dr and dc constants. The unswizzled offset
+  // puts the bits of the row and the column in fields of their own and the swizzle XORs bits 7-9
+  // into bits 4-6: both are linear over XOR, so where dr and dc share no bit with what the thread
+  // part can hold, offset(t + d) = offset(t) ^ offset(d), one thread-dependent offset serving all
+  // of a thread's accesses (each one XOR and one add of constants, not one register per access
+  // kept live across a loop). `aligned`: start is a multiple of 1024, so the XOR can follow the
+  // add of start (only bits below 1024 differ), which keeps LLVM from hoisting each access's
+  // offset out of a loop.
+  llvm::Value* swizzled_address(llvm::Value* start, bool aligned, const ThreadIndex& t, int64_t dr, int64_t dc,
+                                int64_t rows, int64_t cols, bool panels, int bytes);
+  // Whether operand `x` of the tensor-core dot `op` starts 1024-byte aligned in every buffer.
+  bool dot_operand_aligned(const ir::Op& op, int x);
   // Fills direct_loads_: the loads passes::direct_copies names whose accesses cp.async can make
   // (4 bytes or more each).
   void find_direct_copies();
   // cp.async copies of `load`'s tile into the dot operand layout (wgmma's panels or mma.sync's
   // row-major array) at shared address `at` (32-bit), masked-off elements zero-filled; the
   // caller commits the group.
-  void copy_to_shared(const ir::Op& load, llvm::Value* at, bool transposed, bool panels);
+  void copy_to_shared(const ir::Op& load, llvm::Value* at, bool aligned, bool transposed, bool panels);
   // Rounds to tf32, in place, the f32 elements this thread copied with copy_to_shared(load, at,
   // transposed, panels) once they have landed (wgmma_tf32's operands).
   void round_copies_in_place(const ir::Op& load, llvm::Value* at, bool transposed);
