@@ -159,18 +159,17 @@ int64_t field_bits(int bits, int64_t scale) {
   const int64_t values = (int64_t{1} << bits) - 1;
   return (scale & (scale - 1)) == 0 ? values * scale : bits_up_to(values * scale);
 }
-}  // namespace
-
 int64_t thread_bits(const passes::ThreadTerm& t) {
   const int64_t lane = field_bits(t.lane_bits, t.lane_scale), warp = field_bits(t.warp_bits, t.warp_scale);
   return lane & warp ? bits_up_to(lane + warp) : lane | warp;
 }
+}  // namespace
 
 llvm::Value* Lowering::swizzled_address(llvm::Value* start, bool aligned, const ThreadIndex& t, int64_t dr, int64_t dc,
                                         int64_t rows, int64_t cols, bool panels, int bytes) {
   auto u32 = [&](int64_t x) { return b_.getInt32(static_cast<uint32_t>(x)); };
-  const bool split = (dr & t.row_bits) == 0 && (dc & t.col_bits) == 0 && (dr | t.row_bits) < rows &&
-                     (dc | t.col_bits) < cols && dr >= 0 && dc >= 0;
+  const bool split = dr >= 0 && dc >= 0 && (dr & t.row_bits) == 0 && (dc & t.col_bits) == 0 &&
+                     (dr | t.row_bits) < rows && (dc | t.col_bits) < cols;
   if (!split) {  // the index as it is, wrapped into the array as indices() wraps it
     llvm::Value* row = b_.CreateAnd(b_.CreateAdd(t.row, u32(dr)), u32(rows - 1));
     llvm::Value* col = b_.CreateAnd(b_.CreateAdd(t.col, u32(dc)), u32(cols - 1));
@@ -472,9 +471,7 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
     llvm::Value* next_stage =
         b_.CreateSelect(wraps, b_.CreateSub(ahead, b_.getInt32(static_cast<uint32_t>(buffers))), ahead);
     for (int x = 0; x < 2; ++x)
-      if (next_copy[x])
-        copy_to_shared(*next_copy[x], dot_operand_at(op, x, next_stage), dot_operand_aligned(op, x), x == 1 && b_kmajor,
-                       /*panels=*/wgmma);
+      if (next_copy[x]) copy_to_shared(*next_copy[x], op, x, next_stage);
     inline_ptx("cp.async.commit_group;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   }
   return at;
@@ -677,10 +674,12 @@ llvm::Value* Lowering::dot_operand_at(const ir::Op& dot, int x, llvm::Value* sta
   return b_.CreateAdd(at, b_.CreateMul(stage, b_.getInt32(static_cast<uint32_t>(place.stride[x]))));
 }
 
-void Lowering::copy_to_shared(const ir::Op& load, llvm::Value* at, bool aligned, bool transposed, bool panels) {
+void Lowering::copy_to_shared(const ir::Op& load, const ir::Op& dot, int x, llvm::Value* stage) {
+  llvm::Value* at = dot_operand_at(dot, x, stage);
+  const bool aligned = dot_operand_aligned(dot, x), panels = wgmma_dot(dot);
   const ir::Value* res = load.result();
   const Shape& shape = res->type.shape();
-  const size_t along = transposed ? 0 : 1;  // the dimension runs go along (vector_width's)
+  const size_t along = x == 1 && dot_b_kmajor(dot) ? 0 : 1;  // the dimension runs go along (vector_width's)
   const int vec = vector_width(load);
   const int elem = byte_size(res->type.dtype());
   const int bytes = elem * vec;  // 4, 8 or 16 bytes a copy (find_direct_copies)
@@ -731,9 +730,7 @@ void Lowering::lower_direct_load(const ir::Op& load) {
   const auto& [dot, x, buffer] = direct_loads_.at(&load);
   if (buffer < 0) return;  // the tile of an iteration ahead: its dot copies it
   barrier();               // earlier users of the buffer's bytes are done
-  const bool wgmma = wgmma_dot(*dot);
-  copy_to_shared(load, dot_operand_at(*dot, x, b_.getInt32(static_cast<uint32_t>(buffer))),
-                 dot_operand_aligned(*dot, x), x == 1 && dot_b_kmajor(*dot), /*panels=*/wgmma);
+  copy_to_shared(load, *dot, x, b_.getInt32(static_cast<uint32_t>(buffer)));
   inline_ptx("cp.async.commit_group;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
 }
 

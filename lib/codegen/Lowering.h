@@ -38,9 +38,6 @@ inline const DistributedLayout* layout(const ir::Value* v) {
   return l;
 }
 
-// The bits the thread part of an index (passes::ThreadTerm's formula) can hold (DotToLLVM.cpp).
-int64_t thread_bits(const passes::ThreadTerm& t);
-
 // A load's or store's cache hints (tl::LoadOptions, tl::StoreOptions): the instruction's
 // qualifiers after `ld.global` / `st.global` (`.cg`, `.L2::cache_hint`, or `ld.volatile`'s),
 // and the L2 eviction policy register that `.L2::cache_hint` takes.
@@ -225,7 +222,7 @@ class Lowering {
   Regs lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l);
   Regs lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l);
   // A thread's part of a dot operand element's index (row, column of the array in shared memory)
-  // and the bits each can hold (thread_bits), for swizzled_address.
+  // and the bits each can hold (a superset), for swizzled_address.
   struct ThreadIndex {
     llvm::Value *row, *col;
     int64_t row_bits, col_bits;
@@ -272,12 +269,12 @@ class Lowering {
   // Fills direct_loads_: the loads passes::direct_copies names whose accesses cp.async can make
   // (4 bytes or more each).
   void find_direct_copies();
-  // cp.async copies of `load`'s tile into the dot operand layout (wgmma's panels or mma.sync's
-  // row-major array) at shared address `at` (32-bit), masked-off elements zero-filled; the
-  // caller commits the group.
-  void copy_to_shared(const ir::Op& load, llvm::Value* at, bool aligned, bool transposed, bool panels);
-  // Rounds to tf32, in place, the f32 elements this thread copied with copy_to_shared(load, at,
-  // transposed, panels) once they have landed (wgmma_tf32's operands).
+  // cp.async copies of `load`'s tile into buffer `stage` of operand `x` of the tensor-core dot
+  // `dot`, in its layout there (wgmma's panels or mma.sync's row-major array, b K-major where
+  // dot_b_kmajor), masked-off elements zero-filled; the caller commits the group.
+  void copy_to_shared(const ir::Op& load, const ir::Op& dot, int x, llvm::Value* stage);
+  // Rounds to tf32, in place, the f32 elements this thread copied with copy_to_shared into the
+  // buffer at `at` once they have landed (wgmma_tf32's operands).
   void round_copies_in_place(const ir::Op& load, llvm::Value* at, bool transposed);
   // The 32-bit shared address of operand `x` (0: a, 1: b) of the tensor-core dot `dot` in its
   // buffer number `stage`.
