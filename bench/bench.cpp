@@ -456,7 +456,7 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
   // (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); GROUP_M 8.
   // From the fourth on, blocks wgmma takes on sm_90a (K and N multiples of 64, whole warpgroups
   // along M), whose loads num_stages - 1 iterations ahead wait in shared ring buffers.
-  const std::array<std::array<int, 5>, 12> mm_configs = {{{64, 64, 32, 4, 3},
+  const std::array<std::array<int, 5>, 13> mm_configs = {{{64, 64, 32, 4, 3},
                                                           {128, 64, 32, 4, 3},
                                                           {128, 128, 32, 8, 3},
                                                           {64, 128, 64, 4, 3},
@@ -466,6 +466,7 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
                                                           {128, 128, 64, 8, 5},
                                                           {128, 256, 64, 8, 2},
                                                           {128, 256, 64, 8, 3},
+                                                          {256, 128, 64, 8, 3},
                                                           {64, 256, 64, 4, 3},
                                                           {64, 256, 64, 4, 4}}};
   // C in f32 (every size) and in bf16 (the accumulator rounded as it is stored; 2048 and up).
@@ -491,8 +492,9 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
           std::printf("  matmul config %dx%dx%d w%d s%d: %s\n", bm, bn, bk, warps, stages, e.what());
           continue;
         }
-        if (double t = time_ms(launch); t < best)
-          std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages)};
+        const double t = time_ms(launch);
+        std::printf("  matmul %s: %.3f ms, %.1f TFLOP/s\n", name.c_str(), t, 2.0 * m * n * k / t / 1e9);
+        if (t < best) std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages)};
       }
       if (config.empty()) continue;  // --only left none
       auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
@@ -622,7 +624,8 @@ int attention_sweep(const std::string& only) {
            {std::array<int, 4>{32, 32, 8, 3}, std::array<int, 4>{64, 32, 4, 3}, std::array<int, 4>{64, 64, 4, 2},
             std::array<int, 4>{64, 64, 4, 3}, std::array<int, 4>{32, 64, 4, 3}, std::array<int, 4>{128, 64, 8, 2},
             std::array<int, 4>{128, 64, 8, 3}, std::array<int, 4>{128, 128, 8, 2}, std::array<int, 4>{128, 128, 8, 3},
-            std::array<int, 4>{64, 128, 4, 2}, std::array<int, 4>{64, 128, 4, 3}}) {
+            std::array<int, 4>{64, 128, 4, 2}, std::array<int, 4>{64, 128, 4, 3}, std::array<int, 4>{128, 64, 4, 2},
+            std::array<int, 4>{128, 64, 4, 3}}) {
         if (!only.empty() &&
             fmt::format("D{}{} {}x{} w{} s{}", d, causal ? " causal" : "", bm, bn, warps, stages).find(only) ==
                 std::string::npos)
