@@ -144,13 +144,19 @@ TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90
     auto q = tl::Tensor::empty({1, 2, 256, d}, tl::DType::bf16, tl::Device::cpu);
     auto o = tl::Tensor::empty({1, 2, 256, d}, tl::DType::f32, tl::Device::cpu);
     auto o16 = tl::Tensor::empty({1, 2, 256, d}, tl::DType::bf16, tl::Device::cpu);
-    for (auto [bm, bn, stages, causal] : {std::array<int, 4>{128, 64, 2, 0},
-                                          {128, 64, 3, 0},
-                                          {128, 128, 3, 0},
-                                          {128, 128, 2, 1},
-                                          {128, 64, 2, 1},
-                                          {128, 64, 3, 1}}) {
-      const tl::LaunchOptions options{.num_warps = 8, .num_stages = stages, .enable_fp_fusion = true};
+    // (BLOCK_M, BLOCK_N, num_warps, num_stages, causal): the configurations tiledsl-bench picks
+    // (bench/results, run 84) and their neighbours.
+    for (auto [bm, bn, warps, stages, causal] : {std::array<int, 5>{128, 64, 8, 2, 0},
+                                                 {128, 64, 8, 3, 0},
+                                                 {128, 128, 8, 2, 0},
+                                                 {128, 128, 8, 3, 0},
+                                                 {128, 64, 4, 3, 0},
+                                                 {128, 128, 8, 2, 1},
+                                                 {128, 128, 8, 3, 1},
+                                                 {128, 64, 8, 2, 1},
+                                                 {128, 64, 8, 3, 1}}) {
+      if (warps == 4 && d == 128) continue;  // 128 x 64 blocks on one warpgroup spill at head dim 128
+      const tl::LaunchOptions options{.num_warps = warps, .num_stages = stages, .enable_fp_fusion = true};
       compiled.push_back(attention::attention_kernel.compile(options, q, q, q, o, 0.088f, 32 * 4096 * d, 4096 * d, d, 1,
                                                              32, 4096, d, bm, bn, causal, 1));
       compiled.push_back(attention::attention_kernel_bf16.compile(options, q, q, q, o16, 0.088f, 32 * 4096 * d,
@@ -169,6 +175,8 @@ TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90
     INFO(run.log);
     REQUIRE(run.status == 0);
     CHECK(run.log.find(" 0 bytes spill stores") != std::string::npos);
-    CHECK(run.log.find("C7515") == std::string::npos);
+    // ptxas serializes every wgmma of a kernel it cannot prove safe, naming the reason in one of
+    // several warnings (C7514: accumulators read while MMAs are pending, C7515: written, ...).
+    CHECK(run.log.find("serialized") == std::string::npos);
   }
 }
