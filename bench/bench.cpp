@@ -473,15 +473,23 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
   for (int size = 512; blas && size <= 8192; size *= 2)
     for (tl::DType out : {tl::DType::f32, tl::DType::bf16}) {
       if (out == tl::DType::bf16 && size < 2048) continue;
+      auto name_of = [&](const std::array<int, 5>& cfg) {
+        return fmt::format("{} {} {}x{}x{} w{} s{}", size, tl::name(out), cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]);
+      };
+      // Making the inputs takes seconds at 8192: none for a size --only leaves no run of.
+      if (std::none_of(mm_configs.begin(), mm_configs.end(),
+                       [&](const auto& cfg) { return name_of(cfg).find(only) != std::string::npos; }))
+        continue;
       const int m = size, n = size, k = size;
       auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
            c = tl::Tensor::empty({m, n}, out), c_ref = tl::Tensor::empty({m, n}, out);
       const tl::Kernel& kernel = out == tl::DType::f32 ? matmul::matmul_bf16 : matmul::matmul_bf16_out;
       double best = 1e30;
       std::string config;
-      for (auto [bm, bn, bk, warps, stages] : mm_configs) {
-        const std::string name = fmt::format("{} {} {}x{}x{} w{} s{}", size, tl::name(out), bm, bn, bk, warps, stages);
+      for (const std::array<int, 5>& cfg : mm_configs) {
+        const std::string name = name_of(cfg);
         if (name.find(only) == std::string::npos) continue;
+        auto [bm, bn, bk, warps, stages] = cfg;
         auto launch = [&] {
           kernel[tl::cdiv(m, bm) * tl::cdiv(n, bn)].options({.num_warps = warps, .num_stages = stages})(
               a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
@@ -496,7 +504,7 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
         std::printf("  matmul %s: %.3f ms, %.1f TFLOP/s\n", name.c_str(), t, 2.0 * m * n * k / t / 1e9);
         if (t < best) std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages)};
       }
-      if (config.empty()) continue;  // --only left none
+      if (config.empty()) continue;  // every selected config failed to launch
       auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
       ref();
       // Sums in another order differ by about sqrt(k) f32 roundings of terms of size 1; a bf16 C
@@ -604,8 +612,29 @@ int mma_probe() {
 // the runs whose "D128 causal 64x64 w4 s3"-style name contains it (one kernel for a profiler).
 int attention_sweep(const std::string& only) {
   const int batch = 4, heads = 32, n = 4096;
+  // (BLOCK_M, BLOCK_N, num_warps, num_stages)
+  const std::array<std::array<int, 4>, 13> configs = {{{32, 32, 8, 3},
+                                                       {64, 32, 4, 3},
+                                                       {64, 64, 4, 2},
+                                                       {64, 64, 4, 3},
+                                                       {32, 64, 4, 3},
+                                                       {128, 64, 8, 2},
+                                                       {128, 64, 8, 3},
+                                                       {128, 128, 8, 2},
+                                                       {128, 128, 8, 3},
+                                                       {64, 128, 4, 2},
+                                                       {64, 128, 4, 3},
+                                                       {128, 64, 4, 2},
+                                                       {128, 64, 4, 3}}};
+  auto selected = [&](int d, int causal, const std::array<int, 4>& c) {
+    return only.empty() ||
+           fmt::format("D{}{} {}x{} w{} s{}", d, causal ? " causal" : "", c[0], c[1], c[2], c[3]).find(only) !=
+               std::string::npos;
+  };
   for (int d : {128, 64})
     for (int causal : {0, 1}) {
+      // Making the inputs takes seconds on the host: none for a workload --only leaves no run of.
+      if (std::none_of(configs.begin(), configs.end(), [&](const auto& c) { return selected(d, causal, c); })) continue;
       auto q = tl::Tensor::randn({batch, heads, n, d}, 1, tl::DType::bf16),
            k = tl::Tensor::randn({batch, heads, n, d}, 2, tl::DType::bf16),
            v = tl::Tensor::randn({batch, heads, n, d}, 3, tl::DType::bf16), o = tl::Tensor::empty({batch, heads, n, d}),
@@ -619,18 +648,9 @@ int attention_sweep(const std::string& only) {
         kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options({.num_warps = warps, .num_stages = stages})(
             q, k, v, out, scale, n * heads * d, n * d, d, 1, heads, n, d, bm, bn, causal, n % bn == 0);
       };
-      // (BLOCK_M, BLOCK_N, num_warps, num_stages)
-      for (auto [bm, bn, warps, stages] :
-           {std::array<int, 4>{32, 32, 8, 3}, std::array<int, 4>{64, 32, 4, 3}, std::array<int, 4>{64, 64, 4, 2},
-            std::array<int, 4>{64, 64, 4, 3}, std::array<int, 4>{32, 64, 4, 3}, std::array<int, 4>{128, 64, 8, 2},
-            std::array<int, 4>{128, 64, 8, 3}, std::array<int, 4>{128, 128, 8, 2}, std::array<int, 4>{128, 128, 8, 3},
-            std::array<int, 4>{64, 128, 4, 2}, std::array<int, 4>{64, 128, 4, 3}, std::array<int, 4>{128, 64, 4, 2},
-            std::array<int, 4>{128, 64, 4, 3}}) {
-        if (!only.empty() &&
-            fmt::format("D{}{} {}x{} w{} s{}", d, causal ? " causal" : "", bm, bn, warps, stages).find(only) ==
-                std::string::npos)
-          continue;
-        const std::array<int, 4> config{bm, bn, warps, stages};
+      for (const std::array<int, 4>& config : configs) {
+        if (!selected(d, causal, config)) continue;
+        auto [bm, bn, warps, stages] = config;
         auto launch = [&] { run(attention::attention_kernel_bf16, o_bf16, config); };
         try {
           launch();
