@@ -572,6 +572,73 @@ LOOP:
                      }()));
 }
 
+// The ceiling of the wgmma path, likewise: every warpgroup issues wgmma.m64n256k16 (bf16 in, f32
+// accumulate, both operands from shared memory through 128-byte-swizzled descriptors, b N-major
+// as the matmul example's), four to a group as a 64-deep k step, one group kept in flight
+// (wait_group 1), the way the matmul's k loop runs them; shared memory is zeroed first. TFLOP/s
+// = 2 * 64 * 256 * 16 flops per instruction per warpgroup.
+std::string wgmma_probe_ptx() {
+  std::string regs, sum;
+  for (int c = 0; c < 128; ++c) regs += fmt::format("{}%c{}", c ? ", " : "", c);
+  for (int c = 1; c < 128; ++c) sum += fmt::format("  add.f32 %c0, %c0, %c{};\n", c);
+  // Descriptors (DotToLLVM.cpp's lower_dot_wgmma): address >> 4, the leading byte offset >> 4
+  // (bits 16-29; b: K * 128 = 8192 bytes between panels), the stride byte offset 1024 >> 4
+  // (bits 32-45), the 128-byte swizzle (bit 62). Each k step of 16 moves a by 32 bytes (+2) and
+  // b by 16 lines of 128 bytes (+128).
+  std::string body = "  wgmma.fence.sync.aligned;\n";
+  for (int k = 0; k < 4; ++k)
+    body += fmt::format(
+        "  add.s64 %da, %a0, {0};\n  add.s64 %db, %b0, {1};\n"
+        "  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{2}}}, %da, %db, 1, 1, 1, 0, 1;\n",
+        2 * k, 128 * k, regs);
+  body += "  wgmma.commit_group.sync.aligned;\n  wgmma.wait_group.sync.aligned 1;\n";
+  return fmt::format(R"(.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry wgmma_probe(.param .u64 out, .param .u32 iters) {{
+  .shared .align 1024 .b8 probe_smem[40960];
+  .reg .f32 %c<128>;
+  .reg .b32 %z, %t, %nt, %s, %i, %n;
+  .reg .b64 %a0, %b0, %da, %db, %o;
+  .reg .pred %p;
+  mov.u32 %t, %tid.x;
+  mov.u32 %nt, %ntid.x;
+  mov.u32 %z, 0;
+  shl.b32 %i, %t, 4;
+ZERO:
+  mov.u32 %s, probe_smem;
+  add.u32 %s, %s, %i;
+  st.shared.v4.u32 [%s], {{%z, %z, %z, %z}};
+  mad.lo.u32 %i, %nt, 16, %i;
+  setp.lt.u32 %p, %i, 40960;
+  @%p bra ZERO;
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  mov.u32 %s, probe_smem;
+  shr.u32 %s, %s, 4;
+  cvt.u64.u32 %a0, %s;
+  add.s64 %b0, %a0, 512;
+  or.b64 %a0, %a0, 4611686293338849280;
+  or.b64 %b0, %b0, 4611686293338849280;
+{zero}  ld.param.u32 %n, [iters];
+  mov.u32 %i, 0;
+LOOP:
+{body}  add.u32 %i, %i, 1;
+  setp.lt.u32 %p, %i, %n;
+  @%p bra LOOP;
+  wgmma.wait_group.sync.aligned 0;
+{sum}  ld.param.u64 %o, [out];
+  st.global.f32 [%o], %c0;
+  ret;
+}}
+)",
+                     fmt::arg("body", body), fmt::arg("sum", sum), fmt::arg("zero", [&] {
+                       std::string z;
+                       for (int c = 0; c < 128; ++c) z += fmt::format("  mov.f32 %c{}, 0f00000000;\n", c);
+                       return z;
+                     }()));
+}
+
 int mma_probe() {
   const int sms = cu::device_info().sm_count;
   auto out = tl::Tensor::empty({1});
@@ -599,6 +666,34 @@ int mma_probe() {
       summary().add_row({fmt::format("mma.sync probe, {} chains, {} warps", chains, warps), num(ms),
                          num(flop / ms / 1e9, 1), "TFLOP/s", "", ""});
     }
+  }
+  if (cu::device_info().sm_major != 9) {
+    std::printf("probe wgmma: sm_90a only (this GPU is sm_%d%d)\n", cu::device_info().sm_major,
+                cu::device_info().sm_minor);
+    return 0;
+  }
+  const std::string ptx = wgmma_probe_ptx();
+  cu::CUmodule mod = nullptr;
+  cu::CUfunction fn = nullptr;
+  cu::check(drv().cuModuleLoadData(&mod, ptx.c_str()), "cuModuleLoadData (wgmma probe)");
+  cu::check(drv().cuModuleGetFunction(&fn, mod, "wgmma_probe"), "cuModuleGetFunction");
+  for (int groups : {1, 2}) {  // warpgroups per block, one block per SM
+    unsigned iters = 4096;
+    void* ptr = out.data_ptr();
+    void* args[] = {&ptr, &iters};
+    const unsigned blocks = static_cast<unsigned>(sms);
+    auto launch = [&] {
+      cu::check(
+          drv().cuLaunchKernel(fn, blocks, 1, 1, 128 * static_cast<unsigned>(groups), 1, 1, 0, nullptr, args, nullptr),
+          "cuLaunchKernel (wgmma probe)");
+    };
+    launch();
+    const double ms = time_ms(launch);
+    const double flop = 2.0 * 64 * 256 * 16 * 4 * iters * groups * blocks;
+    std::printf("probe wgmma.m64n256k16 bf16: %d warpgroups x %u blocks: %.1f TFLOP/s\n", groups, blocks,
+                flop / ms / 1e9);
+    summary().add_row(
+        {fmt::format("wgmma probe, {} warpgroups", groups), num(ms), num(flop / ms / 1e9, 1), "TFLOP/s", "", ""});
   }
   return 0;
 }
