@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "runtime/Backend.h"
 #include "runtime/Interpreter.h"
@@ -48,15 +50,17 @@ std::string name(Device d) { return d.is_cpu() ? "cpu" : fmt::format("cuda:{}", 
 
 namespace {
 // SplitMix64: a small, fully specified generator, so tensors are identical on every machine.
+// SplitMix64 from `seed`, counter-based: output n (from 0) is the mix of seed + (n + 1) * gamma,
+// the stream a sequential SplitMix64 gives, so that any element can be computed on its own.
 struct SplitMix {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  uint64_t seed;
+  uint64_t at(uint64_t n) const {
+    uint64_t z = seed + (n + 1) * 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double uniform(uint64_t n) const { return static_cast<double>(at(n) >> 11) * 0x1.0p-53; }
 };
 
 // Rejects negative dimensions and shapes whose size in bytes does not fit in 63 bits (they
@@ -71,19 +75,29 @@ void check_shape(const std::vector<int64_t>& shape, DType dtype) {
   }
 }
 
-// Fills on the host, then copies to the tensor's device: the same values everywhere.
+// Fills on the host, then copies to the tensor's device: the same values everywhere. `gen(j)` is
+// element j's value; large tensors are filled by several threads (the values do not depend on
+// how many: each element's comes from its index alone).
 template <class Gen>
 Tensor generate(const std::vector<int64_t>& shape, DType dtype, Device device, Gen gen) {
   Tensor t = Tensor::empty(shape, dtype, device);
   std::vector<char> host(t.nbytes());
-  char* p = host.data();
-  for (int64_t j = 0; j < t.numel(); ++j, p += byte_size(dtype)) {
-    double v = gen();
-    if (is_float(dtype))
-      store_float(dtype, p, v);
-    else
-      store_int(dtype, p, static_cast<int64_t>(v));
-  }
+  const int64_t n = t.numel(), size = byte_size(dtype);
+  auto fill = [&](int64_t lo, int64_t hi) {
+    char* p = host.data() + lo * size;
+    for (int64_t j = lo; j < hi; ++j, p += size) {
+      const double v = gen(static_cast<uint64_t>(j));
+      if (is_float(dtype))
+        store_float(dtype, p, v);
+      else
+        store_int(dtype, p, static_cast<int64_t>(v));
+    }
+  };
+  const int64_t threads = n < (int64_t{1} << 20) ? 1 : std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::thread> pool;
+  for (int64_t k = 1; k < threads; ++k) pool.emplace_back(fill, n * k / threads, n * (k + 1) / threads);
+  fill(0, n / threads);
+  for (auto& th : pool) th.join();
   t.copy_from_host(host.data());
   return t;
 }
@@ -204,22 +218,22 @@ size_t Tensor::span_bytes() const {
 }
 
 Tensor Tensor::zeros(const std::vector<int64_t>& shape, DType dtype, Device device) {
-  return generate(shape, dtype, device, [] { return 0.0; });
+  return generate(shape, dtype, device, [](uint64_t) { return 0.0; });
 }
 
 Tensor Tensor::full(const std::vector<int64_t>& shape, double value, DType dtype, Device device) {
-  return generate(shape, dtype, device, [&] { return value; });
+  return generate(shape, dtype, device, [&](uint64_t) { return value; });
 }
 
 Tensor Tensor::rand(const std::vector<int64_t>& shape, uint64_t seed, DType dtype, Device device) {
-  SplitMix g{seed};
-  return generate(shape, dtype, device, [&] { return g.uniform(); });
+  const SplitMix g{seed};
+  return generate(shape, dtype, device, [&](uint64_t j) { return g.uniform(j); });
 }
 
 Tensor Tensor::randn(const std::vector<int64_t>& shape, uint64_t seed, DType dtype, Device device) {
-  SplitMix g{seed};
-  return generate(shape, dtype, device, [&] {
-    double u1 = std::max(g.uniform(), 1e-300), u2 = g.uniform();
+  const SplitMix g{seed};
+  return generate(shape, dtype, device, [&](uint64_t j) {  // Box-Muller on outputs 2 j and 2 j + 1
+    double u1 = std::max(g.uniform(2 * j), 1e-300), u2 = g.uniform(2 * j + 1);
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   });
 }
@@ -227,10 +241,10 @@ Tensor Tensor::randn(const std::vector<int64_t>& shape, uint64_t seed, DType dty
 Tensor Tensor::randint(const std::vector<int64_t>& shape, int64_t lo, int64_t hi, uint64_t seed, DType dtype,
                        Device device) {
   if (hi <= lo) throw Error(fmt::format("Tensor::randint: empty range [{}, {})", lo, hi));
-  SplitMix g{seed};
+  const SplitMix g{seed};
   uint64_t span = static_cast<uint64_t>(hi - lo);
   return generate(shape, dtype, device,
-                  [&] { return static_cast<double>(lo + static_cast<int64_t>(g.next() % span)); });
+                  [&](uint64_t j) { return static_cast<double>(lo + static_cast<int64_t>(g.at(j) % span)); });
 }
 
 std::vector<double> Tensor::to_double() const {

@@ -288,3 +288,30 @@ TEST_CASE("DLPack: unsupported imports are errors that still release the produce
   expect_error(negative, "negative stride");
   CHECK_THROWS_WITH(tl::Tensor::from_dlpack(nullptr), Catch::Contains("null DLManagedTensor"));
 }
+
+// Tensor::rand, randn and randint fill large tensors on several host threads: each element's value
+// comes from its index in the seed's SplitMix64 stream alone, so a tensor is a prefix of a longer
+// one with the same seed whatever the split between threads (different for each length), and the
+// first values are those of a small tensor, filled on one thread.
+TEST_CASE("random tensors: an element's value depends on its index and the seed only", "[unit]") {
+  const int64_t small = 1000, large = (int64_t{3} << 20) | 1, larger = (int64_t{5} << 20) | 3;
+  auto same_prefix = [](const tl::Tensor& a, const tl::Tensor& b) {
+    auto x = a.to_double(), y = b.to_double();
+    REQUIRE(x.size() <= y.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] != y[i] && !(std::isnan(x[i]) && std::isnan(y[i])))
+        FAIL("element " << i << ": " << x[i] << " != " << y[i]);
+  };
+  for (tl::DType dtype : {tl::DType::f32, tl::DType::bf16}) {
+    same_prefix(tl::Tensor::randn({small}, 17, dtype), tl::Tensor::randn({large}, 17, dtype));
+    same_prefix(tl::Tensor::randn({large}, 17, dtype), tl::Tensor::randn({larger}, 17, dtype));
+    same_prefix(tl::Tensor::rand({large}, 5, dtype), tl::Tensor::rand({larger}, 5, dtype));
+  }
+  same_prefix(tl::Tensor::randint({large}, -3, 1000, 9, tl::DType::i32),
+              tl::Tensor::randint({larger}, -3, 1000, 9, tl::DType::i32));
+  // Another seed gives other values.
+  auto a = tl::Tensor::randn({large}, 17).to_double(), b = tl::Tensor::randn({large}, 18).to_double();
+  int64_t equal = 0;
+  for (size_t i = 0; i < a.size(); ++i) equal += a[i] == b[i];
+  CHECK(equal < 10);
+}
