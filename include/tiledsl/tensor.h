@@ -60,7 +60,9 @@ class Tensor {
   static Tensor zeros(const std::vector<int64_t>& shape, DType dtype = DType::f32, Device device = default_device());
   static Tensor full(const std::vector<int64_t>& shape, double value, DType dtype = DType::f32,
                      Device device = default_device());
-  // Uniform in [0, 1) and standard normal, reproducible from `seed` on every machine and device.
+  // Uniform in [0, 1) and standard normal, reproducible from `seed` on every machine and device:
+  // element i is a function of i and the seed alone, so a tensor's values are the first ones of
+  // a longer tensor's with the same seed (filled on the host, large ones on several threads).
   static Tensor rand(const std::vector<int64_t>& shape, uint64_t seed = 0, DType dtype = DType::f32,
                      Device device = default_device());
   static Tensor randn(const std::vector<int64_t>& shape, uint64_t seed = 0, DType dtype = DType::f32,
