@@ -50,8 +50,8 @@ std::string name(Device d) { return d.is_cpu() ? "cpu" : fmt::format("cuda:{}", 
 
 namespace {
 // SplitMix64: a small, fully specified generator, so tensors are identical on every machine.
-// SplitMix64 from `seed`, counter-based: output n (from 0) is the mix of seed + (n + 1) * gamma,
-// the stream a sequential SplitMix64 gives, so that any element can be computed on its own.
+// Counter-based: output n (from 0) is the mix of seed + (n + 1) * gamma, the stream a sequential
+// SplitMix64 from `seed` gives, so that any element can be computed on its own.
 struct SplitMix {
   uint64_t seed;
   uint64_t at(uint64_t n) const {
