@@ -389,6 +389,12 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
         }
         issue(x, y);
       }
+    // The copies of the tiles of iteration i + depth go out once the first k step's MMAs are
+    // issued (they overwrite the buffer that iteration i - 1 read, done before this iteration's
+    // barrier): issued first, their address arithmetic delayed every iteration's first ldmatrix
+    // and MMA, which Triton's pipeliner avoids too; issued last, their addresses stayed live
+    // through every step (spills at 128x128 blocks on 4 warps).
+    if (k0 == 0) copy_ahead(op);
   }
   return out;
 }
@@ -464,17 +470,26 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
   if (wgmma && (staged[0] || staged[1] || round))
     inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   barrier();
-  if (copies) {
-    // Buffer (i + depth) mod buffers.
-    llvm::Value* ahead = b_.CreateAdd(stage, b_.getInt32(static_cast<uint32_t>(depth)));
-    llvm::Value* wraps = b_.CreateICmpUGE(ahead, b_.getInt32(static_cast<uint32_t>(buffers)));
-    llvm::Value* next_stage =
-        b_.CreateSelect(wraps, b_.CreateSub(ahead, b_.getInt32(static_cast<uint32_t>(buffers))), ahead);
-    for (int x = 0; x < 2; ++x)
-      if (next_copy[x]) copy_to_shared(*next_copy[x], op, x, next_stage);
-    inline_ptx("cp.async.commit_group;", "~{memory}", void_ty, {}, /*side_effects=*/true);
-  }
+  if (wgmma) copy_ahead(op);  // mma.sync: after the MMAs (lower_dot_mma)
   return at;
+}
+
+void Lowering::copy_ahead(const ir::Op& op) {
+  const int buffers = passes::dot_buffers(op, has_wgmma(opts_.arch));
+  if (buffers == 1) return;
+  const ir::Op* next_copy[2] = {nullptr, nullptr};
+  for (const auto& [load, use] : direct_loads_)
+    if (use.buffer < 0 && use.dot == &op) next_copy[use.x] = load;
+  if (!next_copy[0] && !next_copy[1]) return;
+  // Buffer (i + depth) mod buffers.
+  llvm::Value* stage = dot_stage_.back().at(buffers);
+  llvm::Value* ahead = b_.CreateAdd(stage, b_.getInt32(static_cast<uint32_t>(passes::direct_copies(op).depth)));
+  llvm::Value* wraps = b_.CreateICmpUGE(ahead, b_.getInt32(static_cast<uint32_t>(buffers)));
+  llvm::Value* next_stage =
+      b_.CreateSelect(wraps, b_.CreateSub(ahead, b_.getInt32(static_cast<uint32_t>(buffers))), ahead);
+  for (int x = 0; x < 2; ++x)
+    if (next_copy[x]) copy_to_shared(*next_copy[x], op, x, next_stage);
+  inline_ptx("cp.async.commit_group;", "~{memory}", b_.getVoidTy(), {}, /*side_effects=*/true);
 }
 
 // Warpgroup g (warps 4g to 4g + 3) computes rows 64 g + 16 wm bm of the result for each of its

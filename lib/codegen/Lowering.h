@@ -284,6 +284,10 @@ class Lowering {
   // Fills a tensor-core dot's shared buffers for this iteration (DotToLLVM.cpp); returns where
   // a and b start.
   std::array<llvm::Value*, 2> fill_dot_buffers(const ir::Op& op, bool wgmma);
+  // The cp.async copies of the tiles of iteration i + depth into a tensor-core dot's buffer
+  // (i + depth) mod its count, committed as one group; nothing for a dot without copies ahead.
+  // wgmma: from fill_dot_buffers, right after the barrier; mma.sync: after the MMAs.
+  void copy_ahead(const ir::Op& op);
   // A load in direct_loads_: those before the loop copy the first tiles into buffers 0, 1, ...
   // here; the one in the loop is copied by its dot (lower_dot_wgmma). None has registers.
   void lower_direct_load(const ir::Op& load);
