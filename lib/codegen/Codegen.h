@@ -16,6 +16,8 @@ namespace tiledsl::codegen {
 inline constexpr const char* kDefaultArch = "sm_90";
 // Whether `arch` has warpgroup MMA (wgmma), which tensor-core dots then use where they can.
 inline bool has_wgmma(const std::string& arch) { return arch == "sm_90a"; }
+// stmatrix (PTX 7.8, sm_90).
+inline bool has_stmatrix(const std::string& arch) { return arch == "sm_90" || arch == "sm_90a"; }
 // Whether `arch` converts 32- and 64-bit integers to bf16 in one instruction (cvt.rn.bf16.s64).
 inline bool has_int_to_bf16(const std::string& arch) { return arch == "sm_90" || arch == "sm_90a"; }
 // Whether `arch` has fp8 tensor cores (mma.sync m16n8k32 on e4m3 and e5m2: sm_89 and later).
