@@ -106,7 +106,9 @@ Regs Lowering::lower_dot(const ir::Op& op) {
 // do), with the 16-byte chunks of each 128-byte line XOR-swizzled by the line's index mod 8
 // (swizzled() below), so that 8 rows read at once fall in 8 different bank groups.
 //
-// mma.sync.m16n8k16 (sm_80 and later): the arrays are row-major. Each warp walks K in steps of
+// mma.sync.m16n8k16 (sm_80 and later): the arrays are row-major, or in wgmma's panels (below)
+// where their rows are a multiple of 128 bytes (dot_panels: 256-byte rows gave 2-way bank
+// conflicts on every ldmatrix, run 90). Each warp walks K in steps of
 // 16: ldmatrix.x4 gives the a fragments of one 16-row block, ldmatrix.x4.trans the b fragments of
 // two 8-column blocks (x2 for a last odd one), and one mma.sync per pair of blocks accumulates in
 // registers in the mma layout (passes::MmaLayout). ldmatrix reads shared memory that LLVM does
@@ -248,6 +250,14 @@ bool Lowering::dot_b_kmajor(const ir::Op& dot) {
   return passes::mma_k(dot) != 16 || wgmma_b_kmajor(dot.operands[1]);  // wgmma transposes 16-bit operands only
 }
 
+bool Lowering::dot_panels(const ir::Op& dot, int x) {
+  if (wgmma_dot(dot)) return true;
+  const ir::Value* v = dot.operands[static_cast<size_t>(x)];
+  const Shape& s = v->type.shape();  // a [M][K], b [K][N]; the array's rows run along K, or N for an N-major b
+  const int64_t cols = x == 1 && dot_b_kmajor(dot) ? s[0] : s[1];
+  return cols * byte_size(v->type.dtype()) % 128 == 0;
+}
+
 llvm::Value* Lowering::cvt_rna_tf32(llvm::Value* x) {
   return inline_ptx("cvt.rna.tf32.f32 $0, $1;", "=r,r", b_.getInt32Ty(), {b_.CreateBitCast(x, b_.getInt32Ty())});
 }
@@ -283,6 +293,7 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   // matrix; the constants: the row block bm and k0.
   const int64_t M = a->type.shape()[0];
   const bool a_aligned = dot_operand_aligned(op, 0), b_aligned = dot_operand_aligned(op, 1);
+  const bool a_panels = dot_panels(op, 0), b_panels = dot_panels(op, 1);
   const ThreadIndex a_thread = {
       b_.CreateAdd(b_.CreateMul(warp_m, u32(16)), b_.CreateAdd(row_in, b_.CreateMul(b_.CreateAnd(matrix, 1), u32(8)))),
       b_.CreateMul(b_.CreateLShr(matrix, 1), u32(half)), 16 * l.warps_m() - 1, half};
@@ -305,8 +316,8 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
   };
   const ThreadIndex b_pair = b_thread(true), b_single = b_thread(false);
   auto b_address = [&](const ThreadIndex& t, int64_t bn, int64_t k0) {
-    return b_kmajor ? swizzled_address(b_addr, b_aligned, t, bn * step, k0, N, K, /*panels=*/false, bytes)
-                    : swizzled_address(b_addr, b_aligned, t, k0, bn * step, K, N, /*panels=*/false, bytes);
+    return b_kmajor ? swizzled_address(b_addr, b_aligned, t, bn * step, k0, N, K, b_panels, bytes)
+                    : swizzled_address(b_addr, b_aligned, t, k0, bn * step, K, N, b_panels, bytes);
   };
 
   llvm::Type* acc_type = a->type.dtype() == DType::i8 ? i32 : b_.getFloatTy();
@@ -350,7 +361,7 @@ Regs Lowering::lower_dot_mma(const ir::Op& op, const passes::MmaLayout& l) {
     std::vector<std::pair<Fragments, Fragments>> af, bf(static_cast<size_t>(bn_count));
     for (int64_t bm = 0; bm < bm_count; ++bm) {
       llvm::Value* at = swizzled_address(a_addr, a_aligned, a_thread, bm * passes::MmaLayout::kRows * l.warps_m(), k0,
-                                         M, K, /*panels=*/false, bytes);
+                                         M, K, a_panels, bytes);
       af.push_back(split(unpack(inline_ptx("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];",
                                            "=r,=r,=r,=r,r", four, {at}, /*side_effects=*/true),
                                 4)));
@@ -449,8 +460,8 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
   const bool round = wgmma && wgmma_tf32(op);
   // Operands neither copied ahead, staged before the loop nor read from registers: staged here.
   const bool staged[2] = {!next_copy[0] && !once[0] && !a_regs, !next_copy[1] && !once[1]};
-  if (staged[0]) stage_dot_operand(a, at[0], 0, /*panels=*/wgmma, false, round);
-  if (staged[1]) stage_dot_operand(bv, at[1], 0, /*panels=*/wgmma, b_kmajor, round);
+  if (staged[0]) stage_dot_operand(a, at[0], 0, dot_panels(op, 0), false, round);
+  if (staged[1]) stage_dot_operand(bv, at[1], 0, dot_panels(op, 1), b_kmajor, round);
   llvm::Type* void_ty = b_.getVoidTy();
   const bool copies = next_copy[0] || next_copy[1];
   if (copies)
@@ -691,7 +702,7 @@ llvm::Value* Lowering::dot_operand_at(const ir::Op& dot, int x, llvm::Value* sta
 
 void Lowering::copy_to_shared(const ir::Op& load, const ir::Op& dot, int x, llvm::Value* stage) {
   llvm::Value* at = dot_operand_at(dot, x, stage);
-  const bool aligned = dot_operand_aligned(dot, x), panels = wgmma_dot(dot);
+  const bool aligned = dot_operand_aligned(dot, x), panels = dot_panels(dot, x);
   const ir::Value* res = load.result();
   const Shape& shape = res->type.shape();
   const size_t along = x == 1 && dot_b_kmajor(dot) ? 0 : 1;  // the dimension runs go along (vector_width's)
