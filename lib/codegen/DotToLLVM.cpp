@@ -178,8 +178,11 @@ llvm::Value* Lowering::swizzled_address(llvm::Value* start, bool aligned, const 
     return b_.CreateAdd(start, dot_operand_offset(row, col, rows, cols, panels, bytes));
   }
   llvm::Value* thread = dot_operand_offset(t.row, t.col, rows, cols, panels, bytes);
-  const auto c = static_cast<int64_t>(
-      llvm::cast<llvm::ConstantInt>(dot_operand_offset(u32(dr), u32(dc), rows, cols, panels, bytes))->getZExtValue());
+  const int64_t c = passes::dot_operand_byte(dr, dc, rows, cols, panels, bytes);
+  TILEDSL_CHECK(static_cast<int64_t>(
+                    llvm::cast<llvm::ConstantInt>(dot_operand_offset(u32(dr), u32(dc), rows, cols, panels, bytes))
+                        ->getZExtValue()) == c,
+                "codegen: dot_operand_offset and passes::dot_operand_byte disagree");
   if (!aligned) return b_.CreateAdd(start, b_.CreateXor(thread, u32(c)));
   // start's low 10 bits are zero: only they differ between the XOR before and after adding it.
   return b_.CreateAdd(b_.CreateXor(b_.CreateAdd(start, thread), u32(c & 1023)), u32(c & ~int64_t{1023}));
@@ -255,7 +258,7 @@ bool Lowering::dot_panels(const ir::Op& dot, int x) {
   const ir::Value* v = dot.operands[static_cast<size_t>(x)];
   const Shape& s = v->type.shape();  // a [M][K], b [K][N]; the array's rows run along K, or N for an N-major b
   const int64_t cols = x == 1 && dot_b_kmajor(dot) ? s[0] : s[1];
-  return cols * byte_size(v->type.dtype()) % 128 == 0;
+  return passes::mma_operand_panels(cols * byte_size(v->type.dtype()));
 }
 
 llvm::Value* Lowering::cvt_rna_tf32(llvm::Value* x) {

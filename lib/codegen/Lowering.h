@@ -253,16 +253,12 @@ class Lowering {
   // passes::mma_b_kmajor on mma.sync.
   bool dot_b_kmajor(const ir::Op& dot);
   // Whether operand `x` (0: a, 1: b) of the tensor-core dot `dot` is stored in panels of 128-byte
-  // lines (dot_operand_offset): always on wgmma (its 128-byte swizzle mode); on mma.sync when the
-  // array's rows are a multiple of 128 bytes. Row-major rows of 256 bytes or more put the 8 rows
-  // that one ldmatrix matrix reads 2 or more lines apart, so the swizzle (the line's index mod 8)
-  // spreads them over 4 bank groups or fewer: 2-way conflicts or worse. In panels each row of a
-  // panel is one line.
+  // lines (dot_operand_offset): always on wgmma, on mma.sync where passes::mma_operand_panels says.
   bool dot_panels(const ir::Op& dot, int x);
   // Whether `dot`'s wgmma runs on into the next iteration of its loop (passes::wgmma_across_iterations).
   bool async_wgmma(const ir::Op& dot) const;
   // The swizzled byte offset of element (row, col) of a [rows][cols] dot operand of `bytes`-byte
-  // elements in shared memory: row-major, or in panels of 128 bytes' columns (DotToLLVM.cpp).
+  // elements in shared memory, row-major or in panels: passes::dot_operand_byte in LLVM IR.
   llvm::Value* dot_operand_offset(llvm::Value* row, llvm::Value* col, int64_t rows, int64_t cols, bool panels,
                                   int bytes = 2);
   // The 32-bit shared address of element (t.row + dr, t.col + dc) of the swizzled array at

@@ -423,6 +423,20 @@ int mma_k(const ir::Op& dot) {
 
 bool mma_b_kmajor(const ir::Op& dot) { return mma_k(dot) != 16; }
 
+int64_t dot_operand_byte(int64_t row, int64_t col, int64_t rows, int64_t cols, bool panels, int bytes) {
+  const int shift = __builtin_ctz(static_cast<unsigned>(bytes));
+  int64_t at;
+  if (panels) {  // 128 / bytes columns per panel
+    const int cols_log2 = 7 - shift;
+    at = (((col >> cols_log2) * rows + row) << 7) | ((col & ((int64_t{1} << cols_log2) - 1)) << shift);
+  } else {
+    at = (row * cols + col) << shift;
+  }
+  return at ^ (((at >> 7) & 7) << 4);
+}
+
+bool mma_operand_panels(int64_t row_bytes) { return row_bytes % 128 == 0; }
+
 const MmaLayout* mma_layout_for(const ir::Op& dot, int num_warps, bool rows_first, bool wgmma, bool fp8_mma) {
   const int k_step = mma_k(dot);
   if (!k_step || (is_fp8(dot.operands[0]->type.dtype()) && !fp8_mma)) return nullptr;

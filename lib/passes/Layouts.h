@@ -141,6 +141,19 @@ int mma_k(const ir::Op& dot);
 // than a row-major one: for 8- and 32-bit inputs, whose fragments ldmatrix cannot transpose.
 bool mma_b_kmajor(const ir::Op& dot);
 
+// Tensor-core operands in shared memory: a [rows][cols] array of `bytes`-byte elements whose
+// 16-byte chunks are XOR-swizzled by their 128-byte line's index mod 8, row-major or in panels of
+// 128-byte lines (128 / bytes columns each, a panel's rows consecutive). dot_operand_byte is the
+// byte offset of element (row, col); codegen's dot_operand_offset builds the same sum in LLVM IR
+// and checks its constants against this one. rows and cols are powers of two.
+int64_t dot_operand_byte(int64_t row, int64_t col, int64_t rows, int64_t cols, bool panels, int bytes);
+// Whether an operand array with rows of `row_bytes` bytes goes in panels on mma.sync: when its rows
+// are a multiple of 128 bytes. Row-major rows of 256 bytes or more put the 8 rows that one ldmatrix
+// matrix reads 2 or more lines apart, so the swizzle spreads them over 4 bank groups or fewer
+// (2-way bank conflicts or worse, run 90); in panels each row of a panel is one line. wgmma always
+// reads panels (its 128-byte swizzle mode).
+bool mma_operand_panels(int64_t row_bytes);
+
 // The mma.sync layout for `dot` (a [M, K] by b [K, N]) with `num_warps` warps, or null when
 // the dot runs on FMA: mma_k must take its inputs, and M, N, K must be multiples of 16, 8 and
 // mma_k, large enough that no two warps compute the same block. `rows_first`: warps go along M while

@@ -676,3 +676,48 @@ TEST_CASE("prefetch-loads: the loads past the loop's last iteration are masked o
     CHECK(expected[2].bytes == got[2].bytes);
   }
 }
+
+// What ldmatrix (and wgmma's 8-row core matrices) read at once: 8 consecutive rows of an
+// operand array at one 16-byte chunk. Shared memory has 32 4-byte banks, 8 groups of 16 bytes;
+// the 8 rows are conflict-free when they fall in 8 different groups.
+TEST_CASE("dot operands in shared memory: every element has a byte of its own, 8-row reads hit 8 bank groups",
+          "[unit]") {
+  struct Array {
+    int64_t rows, cols;
+    int bytes;
+  };
+  // a [M][K] and b [K][N] (or K-major [N][K]) of the bundled configurations and their neighbours,
+  // 1-, 2- and 4-byte elements, rows of 32 to 1024 bytes.
+  const Array arrays[] = {{64, 128, 2},  {64, 256, 2}, {128, 64, 2}, {256, 64, 2}, {32, 128, 2}, {16, 256, 2},
+                          {64, 16, 2},   {64, 32, 2},  {64, 64, 4},  {32, 64, 4},  {32, 16, 4},  {128, 32, 4},
+                          {128, 256, 1}, {64, 128, 1}, {128, 64, 1}, {32, 512, 1}, {16, 512, 2}};
+  for (const Array& a : arrays)
+    for (bool wgmma : {false, true}) {
+      const int64_t row_bytes = a.cols * a.bytes;
+      if (wgmma && row_bytes % 128) continue;  // wgmma takes K and N of whole panels only
+      const bool panels = wgmma || passes::mma_operand_panels(row_bytes);
+      CAPTURE(a.rows, a.cols, a.bytes, wgmma, panels);
+      std::set<int64_t> chunks;
+      for (int64_t r = 0; r < a.rows; ++r)
+        for (int64_t c = 0; c < a.cols; c += 16 / a.bytes) {
+          const int64_t at = passes::dot_operand_byte(r, c, a.rows, a.cols, panels, a.bytes);
+          REQUIRE(at % 16 == 0);  // 16-byte chunks stay whole (cp.async, ldmatrix, stores)
+          REQUIRE(at < a.rows * row_bytes);
+          chunks.insert(at);
+          for (int e = 1; e < 16 / a.bytes; ++e)  // the chunk's elements are consecutive
+            REQUIRE(passes::dot_operand_byte(r, c + e, a.rows, a.cols, panels, a.bytes) == at + e * a.bytes);
+          if (r % 8) continue;
+          std::set<int64_t> groups;
+          for (int64_t i = 0; i < 8 && r + i < a.rows; ++i)
+            groups.insert(passes::dot_operand_byte(r + i, c, a.rows, a.cols, panels, a.bytes) % 128 / 16);
+          REQUIRE(groups.size() == static_cast<size_t>(std::min<int64_t>(8, a.rows - r)));
+        }
+      REQUIRE(static_cast<int64_t>(chunks.size()) == a.rows * row_bytes / 16);  // a bijection
+    }
+  // Row-major, 256-byte rows gave every 8-row read 4 groups (run 90's 2-way conflicts).
+  std::set<int64_t> groups;
+  for (int64_t i = 0; i < 8; ++i) groups.insert(passes::dot_operand_byte(i, 0, 64, 128, false, 2) % 128 / 16);
+  CHECK(groups.size() == 4);
+  CHECK(passes::mma_operand_panels(256));
+  CHECK(!passes::mma_operand_panels(64));
+}
