@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Interpreter.h"
+#include "runtime/ThreadPool.h"
 #include "runtime/cuda/Driver.h"
 
 namespace tiledsl {
@@ -93,11 +95,13 @@ Tensor generate(const std::vector<int64_t>& shape, DType dtype, Device device, G
         store_int(dtype, p, static_cast<int64_t>(v));
     }
   };
-  const int64_t threads = n < (int64_t{1} << 20) ? 1 : std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 16);
-  std::vector<std::thread> pool;
-  for (int64_t k = 1; k < threads; ++k) pool.emplace_back(fill, n * k / threads, n * (k + 1) / threads);
-  fill(0, n / threads);
-  for (auto& th : pool) th.join();
+  // The library's pool (run_team), chunks of 2^18 elements taken from a shared counter.
+  constexpr int64_t kChunk = int64_t{1} << 18;
+  std::atomic<int64_t> next{0};
+  const int threads = n < 4 * kChunk ? 1 : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 16);
+  runtime::run_team(threads, [&] {
+    for (int64_t lo; (lo = next.fetch_add(kChunk)) < n;) fill(lo, std::min(n, lo + kChunk));
+  });
   t.copy_from_host(host.data());
   return t;
 }

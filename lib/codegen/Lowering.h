@@ -155,12 +155,12 @@ class Lowering {
   int shared_vector_width(ir::Type t, int64_t row_pad);
   // Stores the registers `regs` of a tile of type `t` at `base`, laid out as above, in vectors
   // of `width` registers.
+  void store_rows(llvm::Value* base, const Regs& regs, ir::Type t, int64_t row_pad, int width);
   // Whether a conversion's source of type `t` goes to shared memory by stmatrix (store_matrices):
   // sm_90's 16-bit mma-layout tiles that tile the layout exactly, rows 16-byte aligned.
   bool stores_matrices(ir::Type t, int64_t row_pad);
   // store_rows's array, written by stmatrix: four 8 x 8 matrices an instruction (ConvertLayoutToLLVM.cpp).
   void store_matrices(llvm::Value* base, const Regs& regs, ir::Type t, int64_t row_pad);
-  void store_rows(llvm::Value* base, const Regs& regs, ir::Type t, int64_t row_pad, int width);
   Regs lower_shape(const ir::Op& op);
   // convert_layout through shared memory: vector stores in the source's layout, a barrier,
   // vector loads in the result's.
