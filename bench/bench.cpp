@@ -469,55 +469,80 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
                                                           {256, 128, 64, 8, 3},
                                                           {64, 256, 64, 4, 3},
                                                           {64, 256, 64, 4, 4}}};
+  // The persistent kernel (matmul_kernel.h; bf16 C), one program per SM: blocks whose
+  // accumulators and ring buffers leave room for the epilogue's shared buffer beside them.
+  const std::array<std::array<int, 5>, 4> persistent_configs = {
+      {{128, 128, 64, 8, 3}, {128, 128, 64, 8, 4}, {128, 256, 64, 8, 2}, {256, 128, 64, 8, 2}}};
+  const int sms = cu::device_info().sm_count;
   // C in f32 (every size) and in bf16 (the accumulator rounded as it is stored; 2048 and up).
   for (int size = 512; blas && size <= 8192; size *= 2)
     for (tl::DType out : {tl::DType::f32, tl::DType::bf16}) {
       if (out == tl::DType::bf16 && size < 2048) continue;
-      auto name_of = [&](const std::array<int, 5>& cfg) {
-        return fmt::format("{} {} {}x{}x{} w{} s{}", size, tl::name(out), cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]);
+      // "4096 bf16 128x256x64 w8 s3", and " persistent" after it for that kernel.
+      auto name_of = [&](const std::array<int, 5>& cfg, bool persistent) {
+        return fmt::format("{} {} {}x{}x{} w{} s{}{}", size, tl::name(out), cfg[0], cfg[1], cfg[2], cfg[3], cfg[4],
+                           persistent ? " persistent" : "");
+      };
+      auto chosen = [&](const std::array<int, 5>& cfg, bool persistent) {
+        return name_of(cfg, persistent).find(only) != std::string::npos && (!persistent || out == tl::DType::bf16);
       };
       // Making the inputs takes seconds at 8192: none for a size --only leaves no run of.
-      if (std::none_of(mm_configs.begin(), mm_configs.end(),
-                       [&](const auto& cfg) { return name_of(cfg).find(only) != std::string::npos; }))
+      if (std::none_of(mm_configs.begin(), mm_configs.end(), [&](const auto& cfg) { return chosen(cfg, false); }) &&
+          std::none_of(persistent_configs.begin(), persistent_configs.end(),
+                       [&](const auto& cfg) { return chosen(cfg, true); }))
         continue;
       const int m = size, n = size, k = size;
       auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
            c = tl::Tensor::empty({m, n}, out), c_ref = tl::Tensor::empty({m, n}, out);
-      const tl::Kernel& kernel = out == tl::DType::f32 ? matmul::matmul_bf16 : matmul::matmul_bf16_out;
-      double best = 1e30;
-      std::string config;
-      for (const std::array<int, 5>& cfg : mm_configs) {
-        const std::string name = name_of(cfg);
-        if (name.find(only) == std::string::npos) continue;
-        auto [bm, bn, bk, warps, stages] = cfg;
-        auto launch = [&] {
-          kernel[tl::cdiv(m, bm) * tl::cdiv(n, bn)].options({.num_warps = warps, .num_stages = stages})(
-              a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
-        };
-        try {
-          launch();
-        } catch (const tl::Error& e) {  // more shared memory than the GPU has, say
-          std::printf("  matmul config %dx%dx%d w%d s%d: %s\n", bm, bn, bk, warps, stages, e.what());
-          continue;
-        }
-        const double t = time_ms(launch);
-        std::printf("  matmul %s: %.3f ms, %.1f TFLOP/s\n", name.c_str(), t, 2.0 * m * n * k / t / 1e9);
-        if (t < best) std::tie(best, config) = std::pair{t, fmt::format("{}x{}x{} w{} s{}", bm, bn, bk, warps, stages)};
-      }
-      if (config.empty()) continue;  // every selected config failed to launch
       auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
       ref();
+      const std::vector<double> want = c_ref.to_double();
       // Sums in another order differ by about sqrt(k) f32 roundings of terms of size 1; a bf16 C
-      // may also round one ulp apart (2^-7 of the value).
-      auto got = c.to_double(), want = c_ref.to_double();
-      for (size_t i = 0; i < got.size(); i += 101) {
-        const double bound = 1e-2 * std::sqrt(static_cast<double>(k)) +
-                             (out == tl::DType::bf16 ? std::ldexp(std::fabs(want[i]), -7) : 0.0);
-        if (!(std::fabs(got[i] - want[i]) <= bound)) {
-          std::printf("sweep matmul %d: WRONG against cuBLAS (element %zu: %g, cuBLAS %g)\n", size, i, got[i], want[i]);
-          return 1;
+      // may also round one ulp apart (2^-7 of the value). Every configuration's C is checked.
+      auto wrong = [&](const std::string& name) {
+        auto got = c.to_double();
+        for (size_t i = 0; i < got.size(); i += 101) {
+          const double bound = 1e-2 * std::sqrt(static_cast<double>(k)) +
+                               (out == tl::DType::bf16 ? std::ldexp(std::fabs(want[i]), -7) : 0.0);
+          if (!(std::fabs(got[i] - want[i]) <= bound)) {
+            std::printf("sweep matmul %s: WRONG against cuBLAS (element %zu: %g, cuBLAS %g)\n", name.c_str(), i, got[i],
+                        want[i]);
+            return true;
+          }
         }
-      }
+        return false;
+      };
+      double best = 1e30;
+      std::string config;
+      for (bool persistent : {false, true})
+        for (const std::array<int, 5>& cfg : persistent
+                                                 ? std::vector(persistent_configs.begin(), persistent_configs.end())
+                                                 : std::vector(mm_configs.begin(), mm_configs.end())) {
+          if (!chosen(cfg, persistent)) continue;
+          const std::string name = name_of(cfg, persistent);
+          auto [bm, bn, bk, warps, stages] = cfg;
+          const int tiles = tl::cdiv(m, bm) * tl::cdiv(n, bn);
+          const tl::Kernel& kernel = persistent              ? matmul::matmul_bf16_out_persistent
+                                     : out == tl::DType::f32 ? matmul::matmul_bf16
+                                                             : matmul::matmul_bf16_out;
+          auto launch = [&] {
+            kernel[persistent ? std::min(tiles, sms) : tiles].options({.num_warps = warps, .num_stages = stages})(
+                a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
+          };
+          try {
+            launch();
+          } catch (const tl::Error& e) {  // more shared memory than the GPU has, say
+            std::printf("  matmul config %s: %s\n", name.c_str(), e.what());
+            continue;
+          }
+          if (wrong(name)) return 1;
+          const double t = time_ms(launch);
+          std::printf("  matmul %s: %.3f ms, %.1f TFLOP/s\n", name.c_str(), t, 2.0 * m * n * k / t / 1e9);
+          if (t < best)
+            std::tie(best, config) = std::pair{
+                t, fmt::format("{}x{}x{} w{} s{}{}", bm, bn, bk, warps, stages, persistent ? " persistent" : "")};
+        }
+      if (config.empty()) continue;  // every selected config failed to launch
       const double flop = 2.0 * m * n * k;
       add_point(out == tl::DType::f32 ? "matmul_bf16" : "matmul_bf16_out_bf16", size, "TFLOP/s", flop / best / 1e9,
                 config, "cuBLAS", flop / time_ms(ref) / 1e9);

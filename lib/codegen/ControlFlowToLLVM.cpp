@@ -74,7 +74,7 @@ void Lowering::lower_for(const ir::Op& op) {
   std::vector<size_t> async_slots;
   std::map<int, llvm::PHINode*> stages;  // buffer count -> the iteration's number mod it
   for (auto [dot, count] : dots) {
-    if (async_wgmma(*dot)) async_slots.push_back(dot->operands[2]->index - 1);
+    if (async_wgmma(*dot)) async_slots.push_back(passes::dot_accumulator(*dot).acc->index - 1);
     if (wgmma && passes::wgmma_wait_deferred(*dot))
       async_slots.push_back(static_cast<size_t>(passes::carried_slot(*dot)));
     if (count > 1 && !stages.count(count)) {
@@ -88,7 +88,9 @@ void Lowering::lower_for(const ir::Op& op) {
   b_.SetInsertPoint(loop);
   vals_[body.args[0].get()] = {iv};
   if (!stages.empty()) dot_stage_.push_back(std::map<int, llvm::Value*>(stages.begin(), stages.end()));
+  const size_t running = wgmma_running_.size();
   auto yielded = block(body);
+  wgmma_running_.resize(running);  // this body's async dots: waited for after the loop
   if (!stages.empty()) dot_stage_.pop_back();
   llvm::Value* next = b_.CreateAdd(iv, step);
   llvm::BasicBlock* latch = b_.GetInsertBlock();
@@ -155,13 +157,48 @@ void Lowering::lower_if(const ir::Op& op) {
   std::vector<Regs> out[2];
   llvm::BasicBlock* ends[2];
   llvm::BasicBlock* starts[2] = {then_bb, else_bb};
+  // A branch that reads the result of a wgmma dot still running (a persistent matmul's
+  // epilogue) waits for it first; after the if, the result is the waited registers where that
+  // branch ran, so that one set of accumulators stays live.
+  bool waits[2] = {false, false};
+  std::vector<Regs> waited[2];
   for (int k = 0; k < 2; ++k) {
+    bool reads = false;
+    ir::walk(*op.regions[static_cast<size_t>(k)], [&](const ir::Op* inner) {
+      for (const ir::Value* u : inner->operands)
+        reads = reads || std::find(wgmma_running_.begin(), wgmma_running_.end(), u) != wgmma_running_.end();
+    });
     b_.SetInsertPoint(starts[k]);
+    Regs before;
+    for (const ir::Value* v : wgmma_running_) before.insert(before.end(), get(v).begin(), get(v).end());
+    if (reads) {
+      Regs done = wgmma_wait(before, 0);
+      auto at = done.begin();
+      for (const ir::Value* v : wgmma_running_) {
+        waited[k].push_back(Regs(at, at + static_cast<long>(get(v).size())));
+        at += static_cast<long>(get(v).size());
+      }
+      for (size_t i = 0; i < wgmma_running_.size(); ++i) std::swap(vals_[wgmma_running_[i]], waited[k][i]);
+    }
     out[k] = block(*op.regions[static_cast<size_t>(k)]);
+    if (reads)  // back to the registers before the wait; waited[k] now holds the waited ones
+      for (size_t i = 0; i < wgmma_running_.size(); ++i) std::swap(vals_[wgmma_running_[i]], waited[k][i]);
+    waits[k] = reads;
     ends[k] = b_.GetInsertBlock();
     b_.CreateBr(join);
   }
   b_.SetInsertPoint(join);
+  if (waits[0] || waits[1])
+    for (size_t i = 0; i < wgmma_running_.size(); ++i) {
+      const Regs original = get(wgmma_running_[i]);
+      Regs merged;
+      for (size_t r = 0; r < original.size(); ++r) {
+        llvm::PHINode* p = b_.CreatePHI(original[r]->getType(), 2);
+        for (int k = 0; k < 2; ++k) p->addIncoming(waits[k] ? waited[k][i][r] : original[r], ends[k]);
+        merged.push_back(p);
+      }
+      vals_[wgmma_running_[i]] = merged;
+    }
   for (size_t i = 0; i < op.results.size(); ++i) {
     Regs regs;
     for (size_t r = 0; r < out[0][i].size(); ++r) {

@@ -531,7 +531,10 @@ void Lowering::copy_ahead(const ir::Op& op) {
 // the loop (wgmma_stage_once: attention's Q) stays in buffer 0. The loop waits for the last
 // groups after it ends (lower_for).
 Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
-  const ir::Value *a = op.operands[0], *bv = op.operands[1], *acc = op.operands[2];
+  // The accumulator, and when it starts from zero instead (dot_accumulator): the first k step's
+  // MMAs then ignore it (scale-d 0).
+  const auto [acc, zero_when] = passes::dot_accumulator(op);
+  const ir::Value *a = op.operands[0], *bv = op.operands[1];
   const int64_t M = a->type.shape()[0], K = a->type.shape()[1], N = bv->type.shape()[1];
   const bool async = async_wgmma(op);
   const bool a_regs = passes::wgmma_a_in_registers(op);
@@ -647,7 +650,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
           args.push_back(advanced(a_desc, a_on));
         }
         args.push_back(advanced(b_desc, b_on));
-        args.push_back(u32(1));
+        args.push_back(k0 == 0 && zero_when ? b_.CreateZExt(b_.CreateNot(get(zero_when)[0]), b_.getInt32Ty()) : u32(1));
         llvm::Value* d = inline_ptx(text, constraints, result, args, /*side_effects=*/true);
         for (int64_t i = 0; i < count; ++i)
           out[first + static_cast<size_t>(i)] = b_.CreateExtractValue(d, static_cast<unsigned>(i));
@@ -665,6 +668,7 @@ Regs Lowering::lower_dot_wgmma(const ir::Op& op, const passes::MmaLayout& l) {
   Regs all = out;
   for (const ir::Value* v : completed) all.insert(all.end(), get(v).begin(), get(v).end());
   all = wgmma_wait(all, async ? 1 : 0, held);
+  if (async) wgmma_running_.push_back(op.result());
   auto at = all.begin() + static_cast<long>(out.size());
   for (const ir::Value* v : completed) {
     Regs& regs = vals_[v];

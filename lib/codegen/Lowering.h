@@ -361,6 +361,9 @@ class Lowering {
     int x, buffer;
   };
   std::unordered_map<const ir::Op*, DirectLoad> direct_loads_;
+  // Results of async_wgmma dots of the loop body being lowered, whose MMAs may still be running:
+  // an if branch that reads one waits for them first (lower_if).
+  std::vector<const ir::Value*> wgmma_running_;
 };
 
 }  // namespace tiledsl::codegen

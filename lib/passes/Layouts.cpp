@@ -285,15 +285,44 @@ bool zero_filled_load(const ir::Op* op) {
   return std::holds_alternative<double>(a) ? std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a))
                                            : std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
 }
+DotAccumulator dot_accumulator(const ir::Op& dot) {
+  const ir::Value* c = dot.operands[2];
+  const ir::Op* sel = c->def;
+  if (!sel || sel->kind != ir::OpKind::Select || sel->parent != dot.parent || uses(*dot.parent, c) != 1)
+    return {c, nullptr};
+  const ir::Op* cond = sel->operands[0]->def;
+  if (!cond || cond->kind != ir::OpKind::Splat || cond->operands[0]->type.is_tile()) return {c, nullptr};
+  const ir::Op* zero = sel->operands[1]->def;
+  if (zero && zero->kind == ir::OpKind::Splat) zero = zero->operands[0]->def;
+  if (!zero || zero->kind != ir::OpKind::Constant) return {c, nullptr};
+  const ir::Attr& v = zero->attrs.at("value");
+  const bool is_zero = std::holds_alternative<double>(v)
+                           ? std::get<double>(v) == 0.0
+                           : std::holds_alternative<int64_t>(v) && std::get<int64_t>(v) == 0;
+  if (!is_zero) return {c, nullptr};
+  return {sel->operands[2], cond->operands[0]};
+}
+
 bool wgmma_across_iterations(const ir::Op& dot) {
   if (!wgmma_in_loop(dot)) return false;
   const ir::Block& body = *dot.parent;
-  const ir::Value* acc = dot.operands[2];
+  const ir::Value* acc = dot_accumulator(dot).acc;
   const ir::Op* yield = body.terminator();
   if (acc->def || acc->owner != &body || acc->index == 0 || !yield) return false;
   const size_t slot = acc->index - 1;  // argument 0 is the induction variable
   if (slot >= yield->operands.size() || yield->operands[slot] != dot.result()) return false;
-  return uses(body, acc) == 1 && uses(body, dot.result()) == 1;
+  // Reads of the result in if branches after the dot (an epilogue) wait there.
+  int in_branches = 0;
+  bool after = false;
+  for (const auto& op : body.ops) {
+    if (op.get() == &dot) after = true;
+    if (!after || op->kind != ir::OpKind::If) continue;
+    for (const auto& region : op->regions)
+      ir::walk(*region, [&](const ir::Op* inner) {
+        for (const ir::Value* u : inner->operands) in_branches += u == dot.result();
+      });
+  }
+  return uses(body, acc) == 1 && uses(body, dot.result()) == 1 + in_branches;
 }
 
 const ir::Op* wgmma_deferred_to(const ir::Op& dot) {

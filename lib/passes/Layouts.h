@@ -176,11 +176,24 @@ bool wgmma_takes(const ir::Op& dot, const MmaLayout& l);
 // then runs on wgmma; elsewhere on mma.sync).
 bool wgmma_dot(const ir::Op& dot);
 
+// The value a dot adds its products to, and the scalar condition under which it adds them to
+// zero instead: for dot(a, b, select(splat(c), zeros, acc)), the select read by the dot alone
+// (a persistent matmul's one flat loop over tiles and k steps, its accumulator cleared at each
+// tile's first step), {acc, c}; for any other dot {its third operand, null}. wgmma clears the
+// accumulator by its scale-d predicate, so the select costs nothing there.
+struct DotAccumulator {
+  const ir::Value* acc;
+  const ir::Value* zero_when;  // a scalar i1, or null
+};
+DotAccumulator dot_accumulator(const ir::Op& dot);
+
 // Whether `dot` (on sm_90a) may leave its wgmma running into the next iteration of its loop:
-// wgmma takes it, it sits directly in a for loop's body, its accumulator is a loop-carried value
-// that nothing else reads, and its result goes nowhere but back into that value. Its operands
-// then alternate between two shared buffers that live as long as the loop, and the loop's result
-// is waited for after the loop (DotToLLVM.cpp, ControlFlowToLLVM.cpp).
+// wgmma takes it, it sits directly in a for loop's body, its accumulator (dot_accumulator) is a
+// loop-carried value that nothing else reads, and its result goes back into that value and
+// otherwise only into tl::if_ branches after the dot (a persistent matmul's epilogue, which waits
+// for the MMAs where it runs: lower_if). Its operands then cycle through shared buffers that live
+// as long as the loop, and the loop's result is waited for after the loop (DotToLLVM.cpp,
+// ControlFlowToLLVM.cpp).
 bool wgmma_across_iterations(const ir::Op& dot);
 // Whether `dot` (on sm_90a) leaves its MMAs running past the end of its iteration, into the next
 // one, where the wait of an earlier wgmma dot completes them (a warpgroup's MMAs complete in

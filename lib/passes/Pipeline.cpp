@@ -55,8 +55,9 @@ const std::vector<PassInfo>& pipeline_passes() {
        [](ir::Function& f, const PipelineOptions& o) { assign_layouts(f, o.num_warps, o.wgmma, o.fp8_mma); }},
       {"remove-convert-layouts",
        "Removes convert_layout to the operand's own layout, folds a conversion of a conversion "
-       "into one, and recomputes splats and aranges in the target layout instead of converting "
-       "them.",
+       "into one, recomputes splats, aranges and short elementwise chains of them (index "
+       "arithmetic) in the target layout instead of converting them, and moves a conversion "
+       "read only in one branch of a later if into that branch.",
        [](ir::Function& f, const PipelineOptions&) { remove_convert_layouts(f); }},
       {"allocate-shared",
        "Analysis: gives every op whose lowering uses shared memory (layout conversions through "

@@ -15,10 +15,11 @@ class Remover {
   bool run(ir::Function& f) {
     // A rewrite can expose another (a conversion sunk below a broadcast may meet a splat).
     bool any = false;
-    for (int round = 0; round < 4; ++round) {
+    for (int round = 0; round < 8; ++round) {
       changed_ = false;
       count_uses(f);
       block(f.body);
+      sink_into_branches(f);
       any |= changed_;
       if (!changed_) break;
     }
@@ -75,6 +76,33 @@ class Remover {
         changed_ = true;
         continue;
       }
+      if (d && d->regions.empty() && ir::has_trait(d->kind, ir::kElementwise) && ir::has_trait(d->kind, ir::kPure) &&
+          cheap(x, kCheapDepth)) {
+        // convert(f(x, y)) -> f(convert(x), convert(y)) when f's operands come, a few
+        // elementwise ops down, from splats, aranges and constants only (index arithmetic
+        // such as pid * BLOCK + arange(BLOCK) inside a loop): computed again in the target
+        // layout rather than sent through shared memory in every iteration.
+        std::vector<Value*> operands;
+        for (Value* o : d->operands) {
+          if (!o->type.is_tile()) {
+            operands.push_back(o);
+            continue;
+          }
+          auto conv = std::make_unique<Op>();
+          conv->kind = OpKind::ConvertLayout;
+          conv->operands = {o};
+          conv->loc = op.loc;
+          conv->parent = &b;
+          operands.push_back(conv->add_result(ir::Type::tile(o->type.shape(), o->type.element(), to.layout())));
+          b.ops.insert(b.ops.begin() + static_cast<long>(k), std::move(conv));
+          ++k;  // `op` is now one further on
+        }
+        op.kind = d->kind;
+        op.operands = operands;
+        op.attrs = d->attrs;
+        changed_ = true;
+        continue;
+      }
       if (d && (d->kind == OpKind::Splat || d->kind == OpKind::Arange)) {
         // Computed again in place of the conversion, in the target layout.
         op.kind = d->kind;
@@ -98,7 +126,8 @@ class Remover {
   void sink_below_cast(Op& cast) {
     Value* converted = cast.operands[0];
     Op* conv = converted->def;
-    if (!conv || conv->kind != OpKind::ConvertLayout || uses_[converted] != 1) return;
+    // (In one block: a conversion outside a branch first moves into it, sink_into_branches.)
+    if (!conv || conv->kind != OpKind::ConvertLayout || uses_[converted] != 1 || conv->parent != cast.parent) return;
     Value* x = conv->operands[0];
     ir::Type narrow = cast.result()->type;
     if (!x->type.is_tile() || narrow.element().is_pointer() || x->type.element().is_pointer() ||
@@ -114,7 +143,61 @@ class Remover {
     changed_ = true;
   }
 
-  // Conversions, splats and aranges nobody reads any more (this pass may have made them so).
+  // How many elementwise ops deep a value may be computed again rather than converted.
+  static constexpr int kCheapDepth = 4;
+  // Whether `v` is a splat, an arange or a constant, or an integer, boolean or pointer op
+  // (index arithmetic, not float math) of such values at most `depth` ops down.
+  static bool cheap(const Value* v, int depth) {
+    const Op* d = v->def;
+    if (!d || !d->regions.empty()) return false;
+    if (d->kind == OpKind::Splat || d->kind == OpKind::Arange || d->kind == OpKind::Constant) return true;
+    if (depth == 0 || !ir::has_trait(d->kind, ir::kElementwise) || !ir::has_trait(d->kind, ir::kPure)) return false;
+    if (!v->type.element().is_pointer() && is_float(v->type.dtype())) return false;
+    for (const Value* o : d->operands)
+      if (o->type.is_tile() && !cheap(o, depth - 1)) return false;
+    return true;
+  }
+
+  // A conversion in a block whose readers all sit in one branch of a later if of that block
+  // (an epilogue under `if (last k step)`) moves to the start of that branch, so that it runs
+  // only where it is needed.
+  void sink_into_branches(ir::Function& f) {
+    std::vector<Block*> blocks{&f.body};
+    ir::walk(f.body, [&](const Op* op) {
+      for (const auto& r : op->regions) blocks.push_back(r.get());
+    });
+    for (Block* b : blocks)
+      for (size_t k = 0; k < b->ops.size(); ++k) {
+        if (b->ops[k]->kind != OpKind::ConvertLayout) continue;
+        const Value* v = b->ops[k]->result();
+        Block* home = nullptr;  // the branch every reader is in
+        bool ok = true;
+        for (size_t j = k + 1; j < b->ops.size() && ok; ++j) {
+          const Op& later = *b->ops[j];
+          bool here = false;
+          for (const Value* o : later.operands) here = here || o == v;
+          for (size_t r = 0; r < later.regions.size(); ++r) {
+            bool inside = false;
+            ir::walk(*later.regions[r], [&](const Op* inner) {
+              for (const Value* o : inner->operands) inside = inside || o == v;
+            });
+            if (!inside) continue;
+            if (later.kind != OpKind::If || home) ok = false;
+            home = later.regions[r].get();
+          }
+          if (here) ok = false;
+        }
+        if (!ok || !home) continue;
+        std::unique_ptr<Op> moved = std::move(b->ops[k]);
+        b->ops.erase(b->ops.begin() + static_cast<long>(k));
+        moved->parent = home;
+        home->ops.insert(home->ops.begin(), std::move(moved));
+        --k;
+        changed_ = true;
+      }
+  }
+
+  // Conversions and the pure ops nobody reads any more (this pass may have made them so).
   static void erase_unused(ir::Function& f) {
     for (bool again = true; again;) {
       again = false;
@@ -129,7 +212,7 @@ class Remover {
       for (Block* b : blocks)
         for (size_t k = b->ops.size(); k-- > 0;) {
           const Op& op = *b->ops[k];
-          bool candidate = op.kind == OpKind::ConvertLayout || op.kind == OpKind::Splat || op.kind == OpKind::Arange;
+          bool candidate = ir::has_trait(op.kind, ir::kPure) && op.regions.empty() && op.results.size() == 1;
           if (!candidate || uses.count(op.result())) continue;
           b->ops.erase(b->ops.begin() + static_cast<long>(k));
           again = true;

@@ -433,13 +433,15 @@ TEST_CASE("tensor-core dots outside a loop, chained, and on a rescaled accumulat
   require_equal(host<float>(loop_out), acc);
 }
 
-// The matmul example's kernel with a bf16 C (the accumulator rounded as it is stored, straight
-// from the tensor cores' registers: the epilogue), on sizes that fill no block, with blocks for
-// wgmma (sm_90a), mma.sync and several pipeline depths. Small integers keep every f32 sum
-// exact, so C must be the exact product rounded to bf16 (to nearest even) everywhere.
-TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[interp]") {
-  const int M = 150, N = 200, K = 190;
-  std::mt19937 rng(977);
+namespace {
+// Small integers as bf16 matrices a [M, K] and b [K, N], and their product rounded to bf16:
+// every f32 sum of such products is exact, so a kernel's bf16 C must equal it everywhere.
+struct ExactBf16Product {
+  tl::Tensor a, b;
+  std::vector<float> rounded;
+};
+ExactBf16Product exact_bf16_product(int M, int N, int K, unsigned seed) {
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int> pick(-3, 3);
   std::vector<float> a(M * K), b(K * N);
   for (float& x : a) x = static_cast<float>(pick(rng));
@@ -449,24 +451,59 @@ TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[int
     for (float e : x) h.push_back(tl::bf16(e));
     return tensor<tl::bf16>(h, std::move(shape));
   };
-  auto at = bf(a, {M, K}), bt = bf(b, {K, N});
   std::vector<float> want(M * N, 0.0f);
   for (int m = 0; m < M; ++m)
     for (int k = 0; k < K; ++k)
       for (int n = 0; n < N; ++n) want[m * N + n] += a[m * K + k] * b[k * N + n];
   std::vector<float> rounded;
   for (float x : want) rounded.push_back(static_cast<float>(tl::bf16(x)));
-  struct Config {
-    int bm, bn, bk, warps, stages;
-  };
-  for (Config c : {Config{128, 128, 64, 8, 3}, Config{64, 64, 32, 4, 2}, Config{64, 128, 64, 4, 4}}) {
+  return {bf(a, {M, K}), bf(b, {K, N}), rounded};
+}
+std::vector<float> bf16_host(const tl::Tensor& t) {
+  std::vector<float> got;
+  for (tl::bf16 x : host<tl::bf16>(t)) got.push_back(static_cast<float>(x));
+  return got;
+}
+struct MatmulConfig {
+  int bm, bn, bk, warps, stages;
+};
+}  // namespace
+
+// The matmul example's kernel with a bf16 C (the accumulator rounded as it is stored, straight
+// from the tensor cores' registers: the epilogue), on sizes that fill no block, with blocks for
+// wgmma (sm_90a), mma.sync and several pipeline depths.
+TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[interp]") {
+  const int M = 150, N = 200, K = 190;
+  auto p = exact_bf16_product(M, N, K, 977);
+  for (MatmulConfig c :
+       {MatmulConfig{128, 128, 64, 8, 3}, MatmulConfig{64, 64, 32, 4, 2}, MatmulConfig{64, 128, 64, 4, 4}}) {
     INFO("blocks " << c.bm << "x" << c.bn << "x" << c.bk << ", " << c.warps << " warps, num_stages " << c.stages);
     auto out = poison<tl::bf16>({M, N});
     matmul::matmul_bf16_out[tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn)].options(
-        {.num_warps = c.warps, .num_stages = c.stages})(at, bt, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
-    std::vector<float> got;
-    for (tl::bf16 x : host<tl::bf16>(out)) got.push_back(static_cast<float>(x));
-    require_equal(got, rounded);
+        {.num_warps = c.warps, .num_stages = c.stages})(p.a, p.b, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
+    require_equal(bf16_host(out), p.rounded);
+  }
+}
+
+// The persistent matmul (one flat loop over a program's tiles and their k steps, the
+// accumulator cleared at each tile's first step, the epilogue under an if): fewer programs than
+// tiles, so that each program ends tiles and starts others in one loop; sizes that fill no block,
+// one set divisible by 16 (cp.async copies in flight across tiles on sm_90a) and one not; blocks
+// for wgmma (its accumulator cleared by the MMAs' scale-d flag, the epilogue waiting in the if)
+// and for mma.sync.
+TEST_CASE("persistent matmul stores the exact product rounded to bf16", "[interp]") {
+  for (auto [M, N, K] : {std::array<int, 3>{272, 400, 336}, {150, 200, 190}}) {
+    auto p = exact_bf16_product(M, N, K, 991);
+    for (MatmulConfig c : {MatmulConfig{128, 128, 64, 8, 3}, MatmulConfig{128, 256, 64, 8, 2},
+                           MatmulConfig{64, 64, 32, 4, 2}, MatmulConfig{64, 128, 64, 4, 4}})
+      for (int programs : {1, 3, 5}) {
+        INFO(M << "x" << N << "x" << K << ", blocks " << c.bm << "x" << c.bn << "x" << c.bk << ", " << c.warps
+               << " warps, num_stages " << c.stages << ", " << programs << " programs");
+        auto out = poison<tl::bf16>({M, N});
+        matmul::matmul_bf16_out_persistent[programs].options({.num_warps = c.warps, .num_stages = c.stages})(
+            p.a, p.b, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
+        require_equal(bf16_host(out), p.rounded);
+      }
   }
 }
 
