@@ -102,12 +102,14 @@ inline tl::Kernel make_matmul_persistent_kernel(const char* name) {
           tl::assume(pid_n >= 0);
           auto offs_m = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
           auto offs_n = pid_n * BLOCK_N + tl::arange(0, BLOCK_N);
-          auto offs_am = offs_m % M, offs_bn = offs_n % N;
           auto kk = ki * BLOCK_K + offs_k;
-          auto x = tl::load(a + offs_am(tl::_, tl::newaxis) * stride_am + kk(tl::newaxis, tl::_) * stride_ak,
-                            kk(tl::newaxis, tl::_) < K, 0.0f);
-          auto y = tl::load(b + kk(tl::_, tl::newaxis) * stride_bk + offs_bn(tl::newaxis, tl::_) * stride_bn,
-                            kk(tl::_, tl::newaxis) < K, 0.0f);
+          // Rows and columns past M and N are masked (zeros) rather than wrapped as above: the
+          // offsets change with the tile in every iteration here, and a compare per element
+          // costs far less than a remainder.
+          auto x = tl::load(a + offs_m(tl::_, tl::newaxis) * stride_am + kk(tl::newaxis, tl::_) * stride_ak,
+                            (offs_m(tl::_, tl::newaxis) < M) & (kk(tl::newaxis, tl::_) < K), 0.0f);
+          auto y = tl::load(b + kk(tl::_, tl::newaxis) * stride_bk + offs_n(tl::newaxis, tl::_) * stride_bn,
+                            (kk(tl::_, tl::newaxis) < K) & (offs_n(tl::newaxis, tl::_) < N), 0.0f);
           acc = tl::dot(x, y, tl::where(ki == 0, 0.0f, acc));
           tl::if_(ki == k_tiles - 1, [&] {
             auto c_ptrs = c + offs_m(tl::_, tl::newaxis) * stride_cm + offs_n(tl::newaxis, tl::_) * stride_cn;
