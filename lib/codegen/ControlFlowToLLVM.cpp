@@ -169,9 +169,9 @@ void Lowering::lower_if(const ir::Op& op) {
         reads = reads || std::find(wgmma_running_.begin(), wgmma_running_.end(), u) != wgmma_running_.end();
     });
     b_.SetInsertPoint(starts[k]);
-    Regs before;
-    for (const ir::Value* v : wgmma_running_) before.insert(before.end(), get(v).begin(), get(v).end());
     if (reads) {
+      Regs before;
+      for (const ir::Value* v : wgmma_running_) before.insert(before.end(), get(v).begin(), get(v).end());
       Regs done = wgmma_wait(before, 0);
       auto at = done.begin();
       for (const ir::Value* v : wgmma_running_) {

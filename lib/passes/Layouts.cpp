@@ -275,15 +275,21 @@ int carried_slot(const ir::Op& op) {
   return -1;
 }
 
-bool zero_filled_load(const ir::Op* op) {
-  if (!op || op->kind != ir::OpKind::Load || op->results.size() != 1 || !op->result()->type.is_tile()) return false;
-  if (op->operands.size() < 3) return true;
-  const ir::Op* d = op->operands[2]->def;
+namespace {
+// Whether `v` is the constant +0 (or integer 0), or a splat of it.
+bool zero_constant(const ir::Value* v) {
+  const ir::Op* d = v->def;
   if (d && d->kind == ir::OpKind::Splat) d = d->operands[0]->def;
   if (!d || d->kind != ir::OpKind::Constant) return false;
   const ir::Attr& a = d->attrs.at("value");
   return std::holds_alternative<double>(a) ? std::get<double>(a) == 0.0 && !std::signbit(std::get<double>(a))
                                            : std::holds_alternative<int64_t>(a) && std::get<int64_t>(a) == 0;
+}
+}  // namespace
+
+bool zero_filled_load(const ir::Op* op) {
+  if (!op || op->kind != ir::OpKind::Load || op->results.size() != 1 || !op->result()->type.is_tile()) return false;
+  return op->operands.size() < 3 || zero_constant(op->operands[2]);
 }
 DotAccumulator dot_accumulator(const ir::Op& dot) {
   const ir::Value* c = dot.operands[2];
@@ -292,14 +298,7 @@ DotAccumulator dot_accumulator(const ir::Op& dot) {
     return {c, nullptr};
   const ir::Op* cond = sel->operands[0]->def;
   if (!cond || cond->kind != ir::OpKind::Splat || cond->operands[0]->type.is_tile()) return {c, nullptr};
-  const ir::Op* zero = sel->operands[1]->def;
-  if (zero && zero->kind == ir::OpKind::Splat) zero = zero->operands[0]->def;
-  if (!zero || zero->kind != ir::OpKind::Constant) return {c, nullptr};
-  const ir::Attr& v = zero->attrs.at("value");
-  const bool is_zero = std::holds_alternative<double>(v)
-                           ? std::get<double>(v) == 0.0
-                           : std::holds_alternative<int64_t>(v) && std::get<int64_t>(v) == 0;
-  if (!is_zero) return {c, nullptr};
+  if (!zero_constant(sel->operands[1])) return {c, nullptr};
   return {sel->operands[2], cond->operands[0]};
 }
 

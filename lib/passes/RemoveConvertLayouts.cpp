@@ -61,15 +61,7 @@ class Remover {
           d->operands[0]->type.numel() < x->type.numel()) {
         // convert(broadcast(s)) -> broadcast(convert(s)): move the small tile, not the big one
         // (block-pointer offsets are [M, 1] and [1, N] tiles broadcast to [M, N] in i64).
-        Value* src = d->operands[0];
-        auto conv = std::make_unique<Op>();
-        conv->kind = OpKind::ConvertLayout;
-        conv->operands = {src};
-        conv->loc = op.loc;
-        conv->parent = &b;
-        Value* moved = conv->add_result(ir::Type::tile(src->type.shape(), src->type.element(), to.layout()));
-        b.ops.insert(b.ops.begin() + static_cast<long>(k), std::move(conv));
-        ++k;  // `op` (heap-allocated) is now at k
+        Value* moved = convert_before(b, k, d->operands[0], to, op.loc);
         op.kind = OpKind::Broadcast;
         op.operands = {moved};
         op.attrs = d->attrs;
@@ -83,20 +75,7 @@ class Remover {
         // such as pid * BLOCK + arange(BLOCK) inside a loop): computed again in the target
         // layout rather than sent through shared memory in every iteration.
         std::vector<Value*> operands;
-        for (Value* o : d->operands) {
-          if (!o->type.is_tile()) {
-            operands.push_back(o);
-            continue;
-          }
-          auto conv = std::make_unique<Op>();
-          conv->kind = OpKind::ConvertLayout;
-          conv->operands = {o};
-          conv->loc = op.loc;
-          conv->parent = &b;
-          operands.push_back(conv->add_result(ir::Type::tile(o->type.shape(), o->type.element(), to.layout())));
-          b.ops.insert(b.ops.begin() + static_cast<long>(k), std::move(conv));
-          ++k;  // `op` is now one further on
-        }
+        for (Value* o : d->operands) operands.push_back(o->type.is_tile() ? convert_before(b, k, o, to, op.loc) : o);
         op.kind = d->kind;
         op.operands = operands;
         op.attrs = d->attrs;
@@ -111,6 +90,20 @@ class Remover {
         changed_ = true;
       }
     }
+  }
+
+  // A conversion of `src` to `to`'s layout, inserted in `b` before op k; k then still names
+  // that op (one further on).
+  static Value* convert_before(Block& b, size_t& k, Value* src, const ir::Type& to, const ir::Location& loc) {
+    auto conv = std::make_unique<Op>();
+    conv->kind = OpKind::ConvertLayout;
+    conv->operands = {src};
+    conv->loc = loc;
+    conv->parent = &b;
+    Value* moved = conv->add_result(ir::Type::tile(src->type.shape(), src->type.element(), to.layout()));
+    b.ops.insert(b.ops.begin() + static_cast<long>(k), std::move(conv));
+    ++k;
+    return moved;
   }
 
   void count_uses(const ir::Function& f) {
