@@ -49,6 +49,10 @@ cl::opt<std::string, false, tools::ArchParser> arch("arch", cl::init(codegen::kD
 cl::opt<bool> O0("O0", cl::desc("Skip LLVM's O3 pipeline (readable --emit=llvm)"), cl::cat(category));
 cl::opt<bool> no_fp_fusion("no-fp-fusion", cl::desc("Round every multiply and add on its own (no fma contraction)"),
                            cl::cat(category));
+cl::opt<bool> print_times("print-times",
+                          cl::desc("With --emit: print to stderr where the compile's time went (passes, lowering, "
+                                   "O3, PTX emission)"),
+                          cl::cat(category));
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
       opts.fp_fusion = !no_fp_fusion;
       opts.keep_stages = emit == Emit::llvm;
       codegen::Compiled c = codegen::compile(*f, opts);
+      if (print_times) std::cerr << "tiledsl-opt: " << codegen::describe(c.ms) << "\n";
       std::cout << (emit == Emit::llvm ? c.llvm_ir : c.ptx);
       return 0;
 #else

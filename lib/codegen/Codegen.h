@@ -48,7 +48,15 @@ struct Compiled {
   int64_t shared_bytes = 0;                                        // dynamic shared memory to launch with
   std::vector<std::pair<std::string, std::string>> ir_after_pass;  // with keep_stages: (pass, IR)
   std::string llvm_ir;                                             // with keep_stages
+  // Where the compile's time went, in milliseconds (TILEDSL_PRINT_COMPILE_TIMES prints them):
+  // the pass pipeline, lowering to LLVM IR (with libdevice), LLVM's O3, and NVPTX's PTX emission.
+  struct Times {
+    double passes = 0, lower = 0, optimize = 0, emit = 0;
+  } ms;
 };
+
+// "passes 1.20 ms, lowering 3.40 ms, O3 20.10 ms, PTX emission 9.80 ms".
+std::string describe(const Compiled::Times& ms);
 
 // The compile driver: checks the options, verifies the traced kernel, runs the pass pipeline on
 // a copy (the traced IR stays as the interpreter runs it), lowers to LLVM IR and optimises once,

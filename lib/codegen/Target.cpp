@@ -16,6 +16,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 
@@ -89,7 +90,9 @@ void link_libdevice(llvm::Module& m) {
   std::string path = libdevice_path();
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf) throw Error(fmt::format("codegen: cannot read libdevice at {} (set TILEDSL_LIBDEVICE)", path));
-  auto lib = llvm::parseBitcodeFile((*buf)->getMemBufferRef(), m.getContext());
+  // Lazily: the linker materialises only the functions the kernel calls (and theirs), a few of
+  // libdevice's hundreds; parsing all of it cost about 25 ms per compile.
+  auto lib = llvm::getLazyBitcodeModule((*buf)->getMemBufferRef(), m.getContext());
   if (!lib) {
     std::string msg = llvm::toString(lib.takeError());
     throw Error(fmt::format("codegen: cannot parse libdevice {}: {}", path, msg));
@@ -106,8 +109,11 @@ void link_libdevice(llvm::Module& m) {
   m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
 }
 
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
 std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ctx, const CompileOptions& opts,
-                                    llvm::TargetMachine& tm) {
+                                    llvm::TargetMachine& tm, Compiled::Times& ms) {
   // Checked before lowering, which would take long over tiles this large for nothing.
   int64_t smem = dynamic_shared_bytes(f), limit = max_shared_bytes(opts.arch);
   if (smem > limit)
@@ -115,12 +121,15 @@ std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ct
         fmt::format("codegen: kernel '{}' needs {} bytes of shared memory; {} gives a program at most {} "
                     "(use smaller tiles)",
                     f.name, smem, opts.arch, limit));
+  auto t = Clock::now();
   auto m = lower_to_llvm(f, ctx, opts);
   m->setTargetTriple(kTriple);
   m->setDataLayout(tm.createDataLayout());
   verify(*m, "after lowering");
   link_libdevice(*m);
+  ms.lower = ms_since(t);
   if (!opts.optimize) return m;
+  t = Clock::now();
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -133,6 +142,7 @@ std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ct
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(*m, mam);
   verify(*m, "after optimisation");
+  ms.optimize = ms_since(t);
   return m;
 }
 }  // namespace
@@ -157,6 +167,11 @@ void check_options(const CompileOptions& o) {
     if (!p.empty()) throw Error("codegen: " + p);
 }
 
+std::string describe(const Compiled::Times& ms) {
+  return fmt::format("passes {:.2f} ms, lowering {:.2f} ms, O3 {:.2f} ms, PTX emission {:.2f} ms", ms.passes, ms.lower,
+                     ms.optimize, ms.emit);
+}
+
 Compiled compile(const ir::Function& traced, const CompileOptions& o) {
   check_options(o);
   ir::verify(traced, o.num_warps);
@@ -179,12 +194,14 @@ Compiled compile(const ir::Function& traced, const CompileOptions& o) {
       stage(fmt::format("{}.{}.tir", step++, pass), text);
       if (o.keep_stages) out.ir_after_pass.emplace_back(pass, std::move(text));
     };
+  auto t = Clock::now();
   passes::run_pipeline(*f, popts);
+  out.ms.passes = ms_since(t);
   out.shared_bytes = dynamic_shared_bytes(*f);
   // Lowered and optimised once; the LLVM IR kept is the module PTX is emitted from.
   llvm::LLVMContext ctx;
   auto tm = target_machine(o, fp8_mma_sync(*f, o.arch));
-  auto m = build(*f, ctx, o, *tm);
+  auto m = build(*f, ctx, o, *tm, out.ms);
   if (stages) {
     std::string ll;
     llvm::raw_string_ostream os(ll);
@@ -193,6 +210,7 @@ Compiled compile(const ir::Function& traced, const CompileOptions& o) {
     stage("ll", ll);
     if (o.keep_stages) out.llvm_ir = std::move(ll);
   }
+  t = Clock::now();
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
   llvm::legacy::PassManager pm;
@@ -200,6 +218,7 @@ Compiled compile(const ir::Function& traced, const CompileOptions& o) {
     throw Error("codegen: the NVPTX target cannot emit assembly");
   pm.run(*m);
   out.ptx = std::string(ptx.str());
+  out.ms.emit = ms_since(t);
   stage("ptx", out.ptx);
   return out;
 }

@@ -51,6 +51,7 @@ GpuBinary compile_for_gpu(const ir::Function& f, const GpuCompileOptions& o, con
   bin.shared_bytes = static_cast<int>(c.shared_bytes);
   bin.ir_after_pass = std::move(c.ir_after_pass);
   bin.llvm_ir = std::move(c.llvm_ir);
+  bin.times = codegen::describe(c.ms);
   return bin;
 }
 

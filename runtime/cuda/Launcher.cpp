@@ -91,11 +91,13 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
   std::optional<CachedBinary> bin = cache_read(key);
   double compile_ms = 0, link_ms = 0;
   const char* linker = "driver";
+  std::string compile_times;
   if (!bin || d->cuModuleLoadData(&k->module, bin->binary.data()) != 0) {
     k->module = nullptr;
     auto t1 = Clock::now();
     GpuBinary fresh = compile_for_gpu(f, o, arch);
     compile_ms = ms_since(t1);
+    compile_times = fresh.times;
     s1 = thread_stats();
     t1 = Clock::now();
     std::string cubin = assemble_and_load(*d, fresh.ptx, arch, f.name, &k->module, &linker);
@@ -112,10 +114,10 @@ std::shared_ptr<GpuKernel> load_gpu_kernel(const ir::Function& f, const GpuCompi
     if (compile_ms > 0)
       std::fprintf(
           stderr,
-          "tiledsl: kernel '%s' (%s, %d warps): compiled, passes+LLVM+PTX %.2f ms (CPU %.2f ms, %ld page faults), "
-          "PTX->cubin (%s) %.2f ms (CPU %.2f ms, %ld page faults), total %.2f ms\n",
-          f.name.c_str(), arch.c_str(), num_warps, compile_ms, s1.first - s0.first, s1.second - s0.second, linker,
-          link_ms, s2.first - s1.first, s2.second - s1.second, ms_since(t0));
+          "tiledsl: kernel '%s' (%s, %d warps): compiled, passes+LLVM+PTX %.2f ms (CPU %.2f ms, %ld page faults; "
+          "%s), PTX->cubin (%s) %.2f ms (CPU %.2f ms, %ld page faults), total %.2f ms\n",
+          f.name.c_str(), arch.c_str(), num_warps, compile_ms, s1.first - s0.first, s1.second - s0.second,
+          compile_times.c_str(), linker, link_ms, s2.first - s1.first, s2.second - s1.second, ms_since(t0));
     else
       std::fprintf(stderr, "tiledsl: kernel '%s' (%s, %d warps): from the disk cache, total %.2f ms\n", f.name.c_str(),
                    arch.c_str(), num_warps, ms_since(t0));

@@ -23,6 +23,7 @@ struct GpuBinary {
   // With keep_stages: the IR after each pass, in order, and the LLVM IR (Kernel::compile).
   std::vector<std::pair<std::string, std::string>> ir_after_pass;
   std::string llvm_ir;
+  std::string times;  // where the compile's time went, as "passes 1.2 ms, lowering ..." (TILEDSL_PRINT_COMPILE_TIMES)
 };
 
 // The launch options that change the machine code (tl::LaunchOptions less the stream).
