@@ -141,6 +141,7 @@ std::unique_ptr<llvm::Module> build(const ir::Function& f, llvm::LLVMContext& ct
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(*m, mam);
+  divide_by_loop_invariants(*m);
   verify(*m, "after optimisation");
   ms.optimize = ms_since(t);
   return m;
