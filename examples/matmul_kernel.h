@@ -106,11 +106,13 @@ inline tl::Kernel make_matmul_persistent_kernel(const char* name) {
           auto offs_m = pid_m * BLOCK_M + tl::arange(0, BLOCK_M);
           auto offs_n = pid_n * BLOCK_N + tl::arange(0, BLOCK_N);
           auto kk = ki * BLOCK_K + offs_k;
-          // Rows and columns past M and N are masked (zeros) rather than wrapped as above: the
-          // offsets change with the tile in every iteration here, and a compare per element
-          // costs far less than a remainder.
-          auto x = tl::load(a + offs_m(tl::_, tl::newaxis) * stride_am + kk(tl::newaxis, tl::_) * stride_ak,
-                            (offs_m(tl::_, tl::newaxis) < M) & (kk(tl::newaxis, tl::_) < K), 0.0f);
+          // Rows past M read row 0 instead (as Triton's persistent tutorial does; their products
+          // are never stored): a select per row, where a mask would cost a compare and a select
+          // per copy, and a remainder (as above) far more. Columns past N are masked: clamped,
+          // they would no longer be known contiguous and b's copies would go element by element.
+          auto am = tl::where(offs_m < M, offs_m, 0);
+          auto x = tl::load(a + am(tl::_, tl::newaxis) * stride_am + kk(tl::newaxis, tl::_) * stride_ak,
+                            kk(tl::newaxis, tl::_) < K, 0.0f);
           auto y = tl::load(b + kk(tl::_, tl::newaxis) * stride_bk + offs_n(tl::newaxis, tl::_) * stride_bn,
                             (kk(tl::_, tl::newaxis) < K) & (offs_n(tl::newaxis, tl::_) < N), 0.0f);
           acc = tl::dot(x, y, tl::where(ki == 0, 0.0f, acc));
