@@ -76,9 +76,10 @@ inline tl::Kernel make_matmul_kernel(const char* name) {
 // steps are issued (software-pipelined, num_stages) while the current tile ends, and the
 // accumulator is cleared at each tile's first step (the select below: on wgmma the MMAs' own
 // "ignore the accumulator" flag) and stored under an if at its last (the epilogue). Measured on
-// an H100 (bench/results/2026-12-07-run92-93-notes.md, run 94) at about 0.6 x the kernel above:
-// every iteration recomputes the tile's offsets and addresses from the loop's index, where the
-// kernel above increments carried pointers.
+// an H100 (bench/results/2026-12-07-run95-notes.md) at about 0.64 x the kernel above: every
+// iteration recomputes the tile's indices, offsets and addresses from the loop's index (210
+// instructions a warp against 95; the divisions by k_tiles and the group width are multiplies
+// since codegen's invariant-division rewrite), where the kernel above increments carried pointers.
 template <class T, class Out = float>
 inline tl::Kernel make_matmul_persistent_kernel(const char* name) {
   return tl::kernel(
