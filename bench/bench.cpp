@@ -473,6 +473,10 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
   // accumulators and ring buffers leave room for the epilogue's shared buffer beside them.
   const std::array<std::array<int, 5>, 4> persistent_configs = {
       {{128, 128, 64, 8, 3}, {128, 128, 64, 8, 4}, {128, 256, 64, 8, 2}, {256, 128, 64, 8, 2}}};
+  // Every (configuration, persistent) the sweep runs, the default kernel's first.
+  std::vector<std::pair<std::array<int, 5>, bool>> runs;
+  for (const auto& cfg : mm_configs) runs.emplace_back(cfg, false);
+  for (const auto& cfg : persistent_configs) runs.emplace_back(cfg, true);
   const int sms = cu::device_info().sm_count;
   // C in f32 (every size) and in bf16 (the accumulator rounded as it is stored; 2048 and up).
   for (int size = 512; blas && size <= 8192; size *= 2)
@@ -487,10 +491,7 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
         return name_of(cfg, persistent).find(only) != std::string::npos && (!persistent || out == tl::DType::bf16);
       };
       // Making the inputs takes seconds at 8192: none for a size --only leaves no run of.
-      if (std::none_of(mm_configs.begin(), mm_configs.end(), [&](const auto& cfg) { return chosen(cfg, false); }) &&
-          std::none_of(persistent_configs.begin(), persistent_configs.end(),
-                       [&](const auto& cfg) { return chosen(cfg, true); }))
-        continue;
+      if (std::none_of(runs.begin(), runs.end(), [&](const auto& r) { return chosen(r.first, r.second); })) continue;
       const int m = size, n = size, k = size;
       auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
            c = tl::Tensor::empty({m, n}, out), c_ref = tl::Tensor::empty({m, n}, out);
@@ -514,34 +515,31 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
       };
       double best = 1e30;
       std::string config;
-      for (bool persistent : {false, true})
-        for (const std::array<int, 5>& cfg : persistent
-                                                 ? std::vector(persistent_configs.begin(), persistent_configs.end())
-                                                 : std::vector(mm_configs.begin(), mm_configs.end())) {
-          if (!chosen(cfg, persistent)) continue;
-          const std::string name = name_of(cfg, persistent);
-          auto [bm, bn, bk, warps, stages] = cfg;
-          const int tiles = tl::cdiv(m, bm) * tl::cdiv(n, bn);
-          const tl::Kernel& kernel = persistent              ? matmul::matmul_bf16_out_persistent
-                                     : out == tl::DType::f32 ? matmul::matmul_bf16
-                                                             : matmul::matmul_bf16_out;
-          auto launch = [&] {
-            kernel[persistent ? std::min(tiles, sms) : tiles].options({.num_warps = warps, .num_stages = stages})(
-                a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
-          };
-          try {
-            launch();
-          } catch (const tl::Error& e) {  // more shared memory than the GPU has, say
-            std::printf("  matmul config %s: %s\n", name.c_str(), e.what());
-            continue;
-          }
-          if (wrong(name)) return 1;
-          const double t = time_ms(launch);
-          std::printf("  matmul %s: %.3f ms, %.1f TFLOP/s\n", name.c_str(), t, 2.0 * m * n * k / t / 1e9);
-          if (t < best)
-            std::tie(best, config) = std::pair{
-                t, fmt::format("{}x{}x{} w{} s{}{}", bm, bn, bk, warps, stages, persistent ? " persistent" : "")};
+      for (const auto& [cfg, persistent] : runs) {
+        if (!chosen(cfg, persistent)) continue;
+        const std::string name = name_of(cfg, persistent);
+        auto [bm, bn, bk, warps, stages] = cfg;
+        const int tiles = tl::cdiv(m, bm) * tl::cdiv(n, bn);
+        const tl::Kernel& kernel = persistent              ? matmul::matmul_bf16_out_persistent
+                                   : out == tl::DType::f32 ? matmul::matmul_bf16
+                                                           : matmul::matmul_bf16_out;
+        auto launch = [&] {
+          kernel[persistent ? std::min(tiles, sms) : tiles].options({.num_warps = warps, .num_stages = stages})(
+              a, b, c, m, n, k, k, 1, n, 1, n, 1, bm, bn, bk, 8);
+        };
+        try {
+          launch();
+        } catch (const tl::Error& e) {  // more shared memory than the GPU has, say
+          std::printf("  matmul config %s: %s\n", name.c_str(), e.what());
+          continue;
         }
+        if (wrong(name)) return 1;
+        const double t = time_ms(launch);
+        std::printf("  matmul %s: %.3f ms, %.1f TFLOP/s\n", name.c_str(), t, 2.0 * m * n * k / t / 1e9);
+        if (t < best)
+          std::tie(best, config) = std::pair{
+              t, fmt::format("{}x{}x{} w{} s{}{}", bm, bn, bk, warps, stages, persistent ? " persistent" : "")};
+      }
       if (config.empty()) continue;  // every selected config failed to launch
       const double flop = 2.0 * m * n * k;
       add_point(out == tl::DType::f32 ? "matmul_bf16" : "matmul_bf16_out_bf16", size, "TFLOP/s", flop / best / 1e9,
