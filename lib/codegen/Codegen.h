@@ -49,7 +49,8 @@ struct Compiled {
   std::vector<std::pair<std::string, std::string>> ir_after_pass;  // with keep_stages: (pass, IR)
   std::string llvm_ir;                                             // with keep_stages
   // Where the compile's time went, in milliseconds (TILEDSL_PRINT_COMPILE_TIMES prints them):
-  // the pass pipeline, lowering to LLVM IR (with libdevice), LLVM's O3, and NVPTX's PTX emission.
+  // the pass pipeline, lowering to LLVM IR (with libdevice), LLVM's O3 (with the invariant-division
+  // rewrite after it), and NVPTX's PTX emission.
   struct Times {
     double passes = 0, lower = 0, optimize = 0, emit = 0;
   } ms;

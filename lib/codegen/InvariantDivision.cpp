@@ -8,6 +8,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
