@@ -476,12 +476,15 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
   if (round)
     for (int x = 0; x < 2; ++x)
       if (next_copy[x]) round_copies_in_place(*next_copy[x], dot_operand_at(op, x, stage), x == 1 && b_kmajor);
-  // The tensor cores read shared memory through the async proxy: what this iteration stored
-  // there from registers (staged operands, tf32 rounded in place) is fenced before the barrier.
-  // Operands that only cp.async fills need no fence (as Triton's fence insertion places none
-  // after its async copies): the wait and the barrier make them visible. Operands staged once
-  // before the loop are fenced there (lower_for). One fence per iteration costs a MEMBAR.
-  if (wgmma && (staged[0] || staged[1] || round))
+  // The tensor cores read shared memory through the async proxy, and everything else that
+  // writes it here is in the generic proxy: stores from registers (staged operands, tf32 rounded
+  // in place) and cp.async alike (only the bulk copies are async-proxy operations). A barrier
+  // orders generic accesses only, so each thread fences what it wrote (its copies complete after
+  // the wait) before the barrier, as the PTX ISA's async-proxy rules ask for wgmma's shared
+  // operands. Triton 3.6 left cp.async'ed operands unfenced; Triton 3.9 fences them too (its
+  // proxy-fence analysis). Operands staged once before the loop are fenced there (lower_for).
+  // One fence per iteration costs a MEMBAR.
+  if (wgmma && (staged[0] || staged[1] || round || copies))
     inline_ptx("fence.proxy.async.shared::cta;", "~{memory}", void_ty, {}, /*side_effects=*/true);
   barrier();
   if (wgmma) copy_ahead(op);  // mma.sync: after the MMAs (lower_dot_mma)
