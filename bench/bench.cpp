@@ -182,6 +182,36 @@ constexpr std::array<std::pair<int, int64_t>, 7> kAddConfigs = {
 constexpr std::array<int, 3> kRowWarps = {4, 8, 16};
 constexpr std::array<std::pair<int, int>, 2> kSoftmaxShapes = {{{4096, 4096}, {32768, 1024}}};
 constexpr int kLayerNormRows = 4096, kLayerNormCols = 4096;
+// The matmul sweep's configurations: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); GROUP_M 8.
+// From the fourth on, blocks wgmma takes on sm_90a (K and N multiples of 64, whole warpgroups
+// along M), whose loads num_stages - 1 iterations ahead wait in shared ring buffers.
+constexpr std::array<std::array<int, 5>, 13> kMatmulConfigs = {{{64, 64, 32, 4, 3},
+                                                                {128, 64, 32, 4, 3},
+                                                                {128, 128, 32, 8, 3},
+                                                                {64, 128, 64, 4, 3},
+                                                                {128, 128, 64, 4, 3},
+                                                                {128, 128, 64, 8, 3},
+                                                                {128, 128, 64, 8, 4},
+                                                                {128, 128, 64, 8, 5},
+                                                                {128, 256, 64, 8, 2},
+                                                                {128, 256, 64, 8, 3},
+                                                                {256, 128, 64, 8, 3},
+                                                                {64, 256, 64, 4, 3},
+                                                                {64, 256, 64, 4, 4}}};
+// The attention benchmark's configurations: (BLOCK_M, BLOCK_N, num_warps, num_stages).
+constexpr std::array<std::array<int, 4>, 13> kAttentionConfigs = {{{32, 32, 8, 3},
+                                                                   {64, 32, 4, 3},
+                                                                   {64, 64, 4, 2},
+                                                                   {64, 64, 4, 3},
+                                                                   {32, 64, 4, 3},
+                                                                   {128, 64, 8, 2},
+                                                                   {128, 64, 8, 3},
+                                                                   {128, 128, 8, 2},
+                                                                   {128, 128, 8, 3},
+                                                                   {64, 128, 4, 2},
+                                                                   {64, 128, 4, 3},
+                                                                   {128, 64, 4, 2},
+                                                                   {128, 64, 4, 3}}};
 
 // The one-row-per-program kernels' sweep: each of kRowWarps with the whole row in one block.
 std::vector<std::pair<int, int64_t>> row_configs(int64_t block) {
@@ -196,21 +226,34 @@ int64_t next_pow2(int64_t n) {
   return p;
 }
 
-// `tiledsl-bench export DIR`: the PTX of the benchmark's memory-bound kernels, every config of
-// their sweeps, specialised as the benchmark launches them (16-byte aligned pointers, sizes
-// multiples of 16), and DIR/kernels.jsonl, one line per file: the file, its entry point,
-// num_warps, dynamic shared memory, and the kernel's constexprs and sizes.
-// bench/torch_side_by_side.py loads them to time them against torch and Triton in one process.
+// `tiledsl-bench export DIR`: the PTX of the benchmark's kernels, every config of their sweeps,
+// specialised as the benchmark launches them (16-byte aligned pointers, sizes multiples of 16):
+// the memory-bound ones, and bf16 matmul (C in bf16) and attention (O in bf16) on the issue-15
+// workloads. Where nvJitLink is found, also the cubin the runtime would assemble from it (so the
+// side-by-side times the same machine code as our runtime, not the driver JIT's). DIR/kernels.jsonl
+// has one line per kernel: the file (and cubin), its entry point, num_warps, dynamic shared memory,
+// and the kernel's constexprs and sizes. bench/torch_side_by_side.py loads them to time them
+// against torch and Triton in one process.
 int export_kernels(const std::string& dir) {
   std::filesystem::create_directories(dir);
   std::ofstream manifest(dir + "/kernels.jsonl");
-  auto emit = [&](const std::string& file, const std::string& ir_text, int warps, const std::string& fields) {
+  const std::string arch = tiledsl::runtime::target_arch();
+  auto emit = [&](const std::string& file, const std::string& ir_text, int warps, const std::string& fields,
+                  int stages = 3) {
     auto f = tiledsl::ir::parse(ir_text);
     f->number_values();
-    auto bin = tiledsl::runtime::compile_for_gpu(*f, {.num_warps = warps}, tiledsl::runtime::target_arch());
+    auto bin = tiledsl::runtime::compile_for_gpu(*f, {.num_warps = warps, .num_stages = stages}, arch);
     std::ofstream(dir + "/" + file) << bin.ptx;
-    manifest << "{\"file\": \"" << file << "\", \"entry\": \"" << bin.entry << "\", \"num_warps\": " << warps
-             << ", \"shared_bytes\": " << bin.shared_bytes << ", " << fields << "}\n";
+    std::string cubin_field;
+    if (cu::nvjitlink_available())
+      if (auto cubin = cu::nvjitlink_compile(bin.ptx, arch, file)) {
+        const std::string name = file.substr(0, file.rfind('.')) + ".cubin";
+        std::ofstream(dir + "/" + name, std::ios::binary) << *cubin;
+        cubin_field = ", \"cubin\": \"" + name + "\"";
+      }
+    manifest << "{\"file\": \"" << file << "\"" << cubin_field << ", \"entry\": \"" << bin.entry
+             << "\", \"num_warps\": " << warps << ", \"num_stages\": " << stages
+             << ", \"shared_bytes\": " << bin.shared_bytes << ", \"arch\": \"" << arch << "\", " << fields << "}\n";
   };
   auto t = [](int64_t n) { return tl::Tensor::empty({n}); };
   tl::Kernel add = make_add("add");
@@ -239,6 +282,29 @@ int export_kernels(const std::string& dir) {
          warps,
          "\"kernel\": \"layernorm_loops\", \"rows\": " + std::to_string(kLayerNormRows) +
              ", \"cols\": " + std::to_string(kLayerNormCols));
+  // bf16 matmul with a bf16 C at 4096 and 8192 (one specialisation serves both: every size and
+  // row stride a multiple of 16), the sweep's default-kernel configurations.
+  auto bf16 = [] { return tl::Tensor::empty({16}, tl::DType::bf16); };
+  for (const auto& [bm, bn, bk, warps, stages] : kMatmulConfigs) {
+    const int size = 4096;
+    emit(fmt::format("matmul-{}x{}x{}-w{}-s{}.ptx", bm, bn, bk, warps, stages),
+         matmul::matmul_bf16_out.ir(bf16(), bf16(), bf16(), size, size, size, size, 1, size, 1, size, 1, bm, bn, bk, 8),
+         warps, fmt::format("\"kernel\": \"matmul\", \"BM\": {}, \"BN\": {}, \"BK\": {}, \"GROUP_M\": 8", bm, bn, bk),
+         stages);
+  }
+  // Attention forward, bf16 O, B4 H32 N4096 (EVEN_N: N a multiple of every BLOCK_N), as
+  // attention_sweep launches it.
+  const int heads = 32, n = 4096;
+  for (int d : {128, 64})
+    for (int causal : {0, 1})
+      for (const auto& [bm, bn, warps, stages] : kAttentionConfigs)
+        emit(fmt::format("attention-d{}-c{}-{}x{}-w{}-s{}.ptx", d, causal, bm, bn, warps, stages),
+             attention::attention_kernel_bf16.ir(bf16(), bf16(), bf16(), bf16(), 0.1f, n * heads * d, n * d, d, 1,
+                                                 heads, n, d, bm, bn, causal, n % bn == 0),
+             warps,
+             fmt::format("\"kernel\": \"attention\", \"D\": {}, \"CAUSAL\": {}, \"BM\": {}, \"BN\": {}", d, causal, bm,
+                         bn),
+             stages);
   std::printf("%s/kernels.jsonl\n", dir.c_str());
   return 0;
 }
@@ -453,29 +519,13 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
   std::string why;
   const CuBlas* blas = CuBlas::load(&why);
   if (!blas) std::printf("sweep: no cuBLAS (%s): matmul left out\n", why.c_str());
-  // (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); GROUP_M 8.
-  // From the fourth on, blocks wgmma takes on sm_90a (K and N multiples of 64, whole warpgroups
-  // along M), whose loads num_stages - 1 iterations ahead wait in shared ring buffers.
-  const std::array<std::array<int, 5>, 13> mm_configs = {{{64, 64, 32, 4, 3},
-                                                          {128, 64, 32, 4, 3},
-                                                          {128, 128, 32, 8, 3},
-                                                          {64, 128, 64, 4, 3},
-                                                          {128, 128, 64, 4, 3},
-                                                          {128, 128, 64, 8, 3},
-                                                          {128, 128, 64, 8, 4},
-                                                          {128, 128, 64, 8, 5},
-                                                          {128, 256, 64, 8, 2},
-                                                          {128, 256, 64, 8, 3},
-                                                          {256, 128, 64, 8, 3},
-                                                          {64, 256, 64, 4, 3},
-                                                          {64, 256, 64, 4, 4}}};
   // The persistent kernel (matmul_kernel.h; bf16 C), one program per SM: blocks whose
   // accumulators and ring buffers leave room for the epilogue's shared buffer beside them.
   const std::array<std::array<int, 5>, 4> persistent_configs = {
       {{128, 128, 64, 8, 3}, {128, 128, 64, 8, 4}, {128, 256, 64, 8, 2}, {256, 128, 64, 8, 2}}};
   // Every (configuration, persistent) the sweep runs, the default kernel's first.
   std::vector<std::pair<std::array<int, 5>, bool>> runs;
-  for (const auto& cfg : mm_configs) runs.emplace_back(cfg, false);
+  for (const auto& cfg : kMatmulConfigs) runs.emplace_back(cfg, false);
   for (const auto& cfg : persistent_configs) runs.emplace_back(cfg, true);
   const int sms = cu::device_info().sm_count;
   // C in f32 (every size) and in bf16 (the accumulator rounded as it is stored; 2048 and up).
@@ -730,20 +780,6 @@ int mma_probe() {
 // the runs whose "D128 causal 64x64 w4 s3"-style name contains it (one kernel for a profiler).
 int attention_sweep(const std::string& only) {
   const int batch = 4, heads = 32, n = 4096;
-  // (BLOCK_M, BLOCK_N, num_warps, num_stages)
-  const std::array<std::array<int, 4>, 13> configs = {{{32, 32, 8, 3},
-                                                       {64, 32, 4, 3},
-                                                       {64, 64, 4, 2},
-                                                       {64, 64, 4, 3},
-                                                       {32, 64, 4, 3},
-                                                       {128, 64, 8, 2},
-                                                       {128, 64, 8, 3},
-                                                       {128, 128, 8, 2},
-                                                       {128, 128, 8, 3},
-                                                       {64, 128, 4, 2},
-                                                       {64, 128, 4, 3},
-                                                       {128, 64, 4, 2},
-                                                       {128, 64, 4, 3}}};
   auto selected = [&](int d, int causal, const std::array<int, 4>& c) {
     return only.empty() ||
            fmt::format("D{}{} {}x{} w{} s{}", d, causal ? " causal" : "", c[0], c[1], c[2], c[3]).find(only) !=
@@ -752,7 +788,9 @@ int attention_sweep(const std::string& only) {
   for (int d : {128, 64})
     for (int causal : {0, 1}) {
       // Making the inputs takes seconds on the host: none for a workload --only leaves no run of.
-      if (std::none_of(configs.begin(), configs.end(), [&](const auto& c) { return selected(d, causal, c); })) continue;
+      if (std::none_of(kAttentionConfigs.begin(), kAttentionConfigs.end(),
+                       [&](const auto& c) { return selected(d, causal, c); }))
+        continue;
       auto q = tl::Tensor::randn({batch, heads, n, d}, 1, tl::DType::bf16),
            k = tl::Tensor::randn({batch, heads, n, d}, 2, tl::DType::bf16),
            v = tl::Tensor::randn({batch, heads, n, d}, 3, tl::DType::bf16), o = tl::Tensor::empty({batch, heads, n, d}),
@@ -766,7 +804,7 @@ int attention_sweep(const std::string& only) {
         kernel[tl::grid(tl::cdiv(n, bm), batch * heads)].options({.num_warps = warps, .num_stages = stages})(
             q, k, v, out, scale, n * heads * d, n * d, d, 1, heads, n, d, bm, bn, causal, n % bn == 0);
       };
-      for (const std::array<int, 4>& config : configs) {
+      for (const std::array<int, 4>& config : kAttentionConfigs) {
         if (!selected(d, causal, config)) continue;
         auto [bm, bn, warps, stages] = config;
         auto launch = [&] { run(attention::attention_kernel_bf16, o_bf16, config); };

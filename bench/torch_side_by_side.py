@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tiledsl's memory-bound kernels beside torch and Triton in one process, timed the same way.
+"""tiledsl's kernels beside torch and Triton in one process, timed the same way.
 
 tiledsl-bench compares with torch and Triton only through figures from another process (the
 reference harness). On the H200 one timing call (a median over hundreds of runs) lands in one of
@@ -15,16 +15,27 @@ Triton's tutorials, written here; torch is torch.add, torch.softmax and layer_no
 timed in two forms, each the same on both sides: the row loaded once (a row of 4096 fits one
 block), and three loops over the row as in Triton's layer-norm tutorial (x read three times).
 
-Our kernels come from `tiledsl-bench export DIR` (PTX and DIR/kernels.jsonl). They are loaded
-with cuModuleLoadData (the driver's JIT, which the tiledsl runtime uses without nvJitLink) and
-launched with cuLaunchKernel through ctypes: the host path differs from the runtime's, the GPU
-time measured between the events does not.
+The tensor-core workloads of issue 15 run the same way: bf16 matmul (C in bf16) at 4096^3 and
+8192^3 against cuBLAS (torch.matmul), and attention forward (B4 H32 N4096, D128 and D64, causal
+and not, O in bf16) against torch's SDPA (cuDNN where torch has it, else flash). The Triton side
+is written here in the form of Triton's tutorials and takes the same arguments as ours (grouped
+program order and masked K steps for matmul; run-time strides and exp2 with the scale folded in
+for attention), and both sides choose among the same block configurations (the ones
+tiledsl-bench sweeps; --full-space for all of them, else those that won in earlier runs).
 
-usage: torch_side_by_side.py DIR [--select-rounds 3] [--rounds 11] [--only add,softmax,layernorm]
+Our kernels come from `tiledsl-bench export DIR` (PTX, cubins where nvJitLink made them, and
+DIR/kernels.jsonl). A cubin is what our runtime would load (nvJitLink's machine code); without
+one, the PTX goes through cuModuleLoadData (the driver's JIT, which the runtime uses without
+nvJitLink). They are launched with cuLaunchKernel through ctypes: the host path differs from the
+runtime's, the GPU time measured between the events does not.
+
+usage: torch_side_by_side.py DIR [--select-rounds 3] [--rounds 11]
+                             [--only add,softmax,layernorm,matmul,attention] [--full-space]
 """
 import argparse
 import ctypes
 import json
+import math
 import os
 import re
 import statistics
@@ -44,7 +55,11 @@ def timed(fn):
 CTYPES = {"u64": ctypes.c_uint64, "u32": ctypes.c_int32, "f32": ctypes.c_float}
 # The parameter list each exported kernel must have (pointers, then i32 sizes, then f32).
 SIGNATURES = {"add": ["u64"] * 3 + ["u32"], "softmax": ["u64"] * 2 + ["u32"] * 3,
-              "layernorm": ["u64"] * 6 + ["u32"] * 2 + ["f32"]}
+              "layernorm": ["u64"] * 6 + ["u32"] * 2 + ["f32"],
+              # a, b, c; M, N, K and the six strides
+              "matmul": ["u64"] * 3 + ["u32"] * 9,
+              # q, k, v, o; sm_scale; stride_z, stride_h, stride_n, stride_d, H, N
+              "attention": ["u64"] * 4 + ["f32"] + ["u32"] * 6}
 SIGNATURES["layernorm_loops"] = SIGNATURES["layernorm"]
 
 
@@ -62,8 +77,16 @@ class Ptx:
             raise SystemExit(f"{entry['file']}: parameters {params}, expected {SIGNATURES[entry['kernel']]}")
         self.types = params
         self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
+        self.loaded_from = "PTX (driver JIT)"
         image = ctypes.create_string_buffer(text.encode() + b"\0")
-        self.check(Ptx.cuda.cuModuleLoadData(ctypes.byref(self.module), image), "cuModuleLoadData " + entry["file"])
+        if "cubin" in entry:
+            cubin = open(os.path.join(directory, entry["cubin"]), "rb").read()
+            if Ptx.cuda.cuModuleLoadData(ctypes.byref(self.module), ctypes.create_string_buffer(cubin, len(cubin))) == 0:
+                image, self.loaded_from = None, "cubin (nvJitLink)"
+            else:  # a cubin newer than the driver: the runtime falls back to the JIT too
+                self.module = ctypes.c_void_p()
+        if image is not None:
+            self.check(Ptx.cuda.cuModuleLoadData(ctypes.byref(self.module), image), "cuModuleLoadData " + entry["file"])
         self.check(Ptx.cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, entry["entry"].encode()),
                    "cuModuleGetFunction")
         if self.shared > 48 * 1024:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -75,6 +98,8 @@ class Ptx:
             raise RuntimeError(f"{call} failed with CUDA error {result}")
 
     def launcher(self, grid, *args):
+        """grid: the number of programs along x, or (x, y)."""
+        gx, gy = (grid, 1) if isinstance(grid, int) else grid
         values = [CTYPES[t](a.data_ptr() if isinstance(a, torch.Tensor) else a) for t, a in zip(self.types, args)]
         params = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in values])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
@@ -82,7 +107,7 @@ class Ptx:
 
         def launch():
             _ = values  # the parameter values must outlive every launch
-            Ptx.check(Ptx.cuda.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, stream, params, None),
+            Ptx.check(Ptx.cuda.cuLaunchKernel(fn, gx, gy, 1, block, 1, 1, shared, stream, params, None),
                       "cuLaunchKernel " + name)
 
         return launch
@@ -147,12 +172,76 @@ def triton_layernorm_loops(x, y, w, b, mean_out, rstd_out, stride, n, eps, BLOCK
         tl.store(y_row + cols, xhat * tl.load(w + cols, mask=mask) + tl.load(b + cols, mask=mask), mask=mask)
 
 
+
+@triton.jit
+def triton_matmul(a, b, c, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # Triton's matmul tutorial in structure, as examples/matmul_kernel.h: grouped program order,
+    # rows and columns wrapped so that only K is masked in the loop, the store masked, C in bf16.
+    pid = tl.program_id(0)
+    blocks_m, blocks_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * blocks_n
+    first_m = (pid // per_group) * GROUP_M
+    rows_in_group = min(blocks_m - first_m, GROUP_M)
+    bm = first_m + (pid % per_group) % rows_in_group
+    bn = (pid % per_group) // rows_in_group
+    m = bm * BLOCK_M + tl.arange(0, BLOCK_M)
+    n = bn * BLOCK_N + tl.arange(0, BLOCK_N)
+    k = tl.arange(0, BLOCK_K)
+    pa = a + (m % M)[:, None] * s_am + k[None, :] * s_ak
+    pb = b + k[:, None] * s_bk + (n % N)[None, :] * s_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for step in range(0, tl.cdiv(K, BLOCK_K)):
+        left = K - step * BLOCK_K
+        acc = tl.dot(tl.load(pa, mask=k[None, :] < left, other=0.0), tl.load(pb, mask=k[:, None] < left, other=0.0), acc)
+        pa += BLOCK_K * s_ak
+        pb += BLOCK_K * s_bk
+    tl.store(c + m[:, None] * s_cm + n[None, :] * s_cn, acc.to(tl.bfloat16), mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+@triton.jit
+def triton_attention(q, k, v, o, sm_scale, s_z, s_h, s_n, s_d, H, N,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    # The forward pass of Triton's fused-attention tutorial in structure, as
+    # examples/attention_kernel.h: one program per BLOCK_M query rows of one (batch, head), an
+    # online softmax in base 2 with the scale folded in, P in bf16 for the second dot, O in bf16.
+    # N is a multiple of BLOCK_N here (as the tutorial assumes), so only causal blocks mask.
+    start_m = tl.program_id(0)
+    zh = tl.program_id(1)
+    head = (zh // H).to(tl.int64) * s_z + (zh % H).to(tl.int64) * s_h
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    d = tl.arange(0, HEAD_DIM)
+    q_tile = tl.load(q + head + rows[:, None] * s_n + d[None, :] * s_d, mask=rows[:, None] < N, other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.full([BLOCK_M], 1.0, tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    scale = sm_scale * 1.44269504
+    hi = tl.minimum((start_m + 1) * BLOCK_M, N) if CAUSAL else N
+    for start_n in range(0, hi, BLOCK_N):
+        keys = start_n + cols
+        k_tile = tl.load(k + head + keys[None, :] * s_n + d[:, None] * s_d)
+        qk = tl.dot(q_tile, k_tile)
+        if CAUSAL:
+            qk = tl.where(rows[:, None] >= keys[None, :], qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * scale)
+        p = tl.math.exp2(qk * scale - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v_tile = tl.load(v + head + keys[:, None] * s_n + d[None, :] * s_d)
+        acc = tl.dot(p.to(tl.bfloat16), v_tile, acc * alpha[:, None])
+        m_i = m_ij
+    out = acc / l_i[:, None]
+    tl.store(o + head + rows[:, None] * s_n + d[None, :] * s_d, out.to(tl.bfloat16), mask=rows[:, None] < N)
+
+
 # ---- one workload: check, choose configs, alternate
 
-def compare(title, nbytes, ours, triton_configs, torch_fn, check, target):
+def compare(title, amount, ours, triton_configs, torch_fn, check, target, unit="GB/s"):
     """ours / triton_configs: {config name: launch}, each checked against torch's result first
     (check(launch, name) raises when it is wrong); target: 'torch' or 'triton', the reference the
-    target is set against, or None where the issue sets none."""
+    target is set against, or None where the issue sets none. amount: the bytes a run must move
+    (unit GB/s) or the floating-point operations it does (unit TFLOP/s)."""
     for side, group in (("tiledsl", ours), ("triton", triton_configs)):
         for name, launch in group.items():
             check(launch, f"{title}, {side} {name}")
@@ -178,7 +267,7 @@ def compare(title, nbytes, ours, triton_configs, torch_fn, check, target):
             rounds[k].append(timed(sides[k]))
     for k, v in rounds.items():
         print(f"{title}: {k} rounds (us) " + " ".join(f"{t * 1e3:.2f}" for t in v), flush=True)
-    gbps = lambda ms: nbytes / ms / 1e6
+    rate = lambda ms: amount / ms / (1e6 if unit == "GB/s" else 1e9)
     med = {k: statistics.median(v) for k, v in rounds.items()}
     per_round = {ref: [r / o for o, r in zip(rounds["tiledsl"], rounds[ref])] for ref in ("triton", "torch")}
     ratio = {ref: statistics.median(v) for ref, v in per_round.items()}
@@ -187,8 +276,8 @@ def compare(title, nbytes, ours, triton_configs, torch_fn, check, target):
     for ref, v in per_round.items():
         print(f"{title}: per-round ratio to {ref}: min {min(v):.3f}, max {max(v):.3f}; "
               f"ours faster in {sum(x > 1 for x in v)} of {len(v)} rounds", flush=True)
-    line = (f"side-by-side {title} [ours {our_cfg}, triton {tri_cfg}]: tiledsl {gbps(med['tiledsl']):7.1f} GB/s, "
-            f"triton {gbps(med['triton']):7.1f}, torch {gbps(med['torch']):7.1f}; "
+    line = (f"side-by-side {title} [ours {our_cfg}, triton {tri_cfg}]: tiledsl {rate(med['tiledsl']):7.1f} {unit}, "
+            f"triton {rate(med['triton']):7.1f}, torch {rate(med['torch']):7.1f}; "
             f"ratio to triton {ratio['triton']:.3f}, to torch {ratio['torch']:.3f}; "
             + (f"target >= 1.00 x {target}: {'met' if ratio[target] >= 1.0 else 'NOT met'}" if target else "no target"))
     print(line, flush=True)
@@ -216,12 +305,32 @@ def close(want, outs):
     return check
 
 
+def near(want, out, rel):
+    """A bf16 result against torch's: the relative Frobenius error at most `rel`."""
+    def check(launch, name):
+        out.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        err = ((out.float() - want.float()).norm() / want.float().norm()).item()
+        if not err <= rel:
+            raise SystemExit(f"{name}: WRONG (relative error {err:.2e}, bound {rel:.0e})")
+    return check
+
+# Configurations that won on either side in earlier runs (bench/results/, runs 79-96); --full-space
+# tries every one tiledsl-bench sweeps, on both sides.
+MATMUL_SHORTLIST = {(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 256, 64, 8, 2), (128, 128, 64, 8, 3),
+                    (64, 256, 64, 4, 4)}
+ATTENTION_SHORTLIST = {(128, 128, 8, 2), (128, 128, 8, 3), (128, 64, 8, 2), (128, 64, 8, 3), (128, 64, 4, 3),
+                       (64, 64, 4, 3)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
     ap.add_argument("--select-rounds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=11)
-    ap.add_argument("--only", default="add,softmax,layernorm")
+    ap.add_argument("--only", default="add,softmax,layernorm,matmul,attention")
+    ap.add_argument("--full-space", action="store_true", help="every block configuration, not the shortlist")
     global ARGS
     ARGS = ap.parse_args()
     only = ARGS.only.split(",")
@@ -277,6 +386,67 @@ def main():
         compare("layernorm fwd f32 4096x4096, three loops", 2 * 4 * m * n, ours, tri,
                 lambda: torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5), close([want], [y]), "triton")
 
+
+    if "matmul" in only:
+        for size in (4096, 8192):
+            a, b = (torch.randn(size, size, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+            c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
+            want = torch.matmul(a, b)
+            configs = [k for k in of("matmul") if ARGS.full_space or
+                       (k.info["BM"], k.info["BN"], k.info["BK"], k.warps, k.info["num_stages"]) in MATMUL_SHORTLIST]
+            name = lambda bm, bn, bk, w, st: f"{bm}x{bn}x{bk} w{w} s{st}"
+            args = (size, size, size, size, 1, size, 1, size, 1)
+            ours = {name(k.info["BM"], k.info["BN"], k.info["BK"], k.warps, k.info["num_stages"]):
+                    k.launcher(triton.cdiv(size, k.info["BM"]) * triton.cdiv(size, k.info["BN"]), a, b, c, *args)
+                    for k in configs}
+            tri = {name(k.info["BM"], k.info["BN"], k.info["BK"], k.warps, k.info["num_stages"]):
+                   (lambda i=k.info, w=k.warps: triton_matmul[(triton.cdiv(size, i["BM"]) * triton.cdiv(size, i["BN"]),)](
+                       a, b, c, *args, BLOCK_M=i["BM"], BLOCK_N=i["BN"], BLOCK_K=i["BK"], GROUP_M=8, num_warps=w,
+                       num_stages=i["num_stages"]))
+                   for k in configs}
+            print(f"matmul: our kernels loaded from {sorted({k.loaded_from for k in configs})}", flush=True)
+            # bf16 C: one rounding of 2^-9 relative, and f32 sums in another order.
+            compare(f"matmul bf16 {size}^3", 2 * size**3, ours, tri, lambda: torch.matmul(a, b, out=c),
+                    near(want, c, 1e-2), "triton", unit="TFLOP/s")
+            del a, b, c, want
+
+    if "attention" in only:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        batch, heads, n = 4, 32, 4096
+        for d, causal in ((128, 0), (128, 1), (64, 0)):
+            q, k_, v = (torch.randn(batch, heads, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+            o = torch.empty_like(q)
+            scale = 1.0 / math.sqrt(d)
+            want = torch.nn.functional.scaled_dot_product_attention(q, k_, v, is_causal=bool(causal))
+            backend = SDPBackend.CUDNN_ATTENTION
+            try:
+                with sdpa_kernel(backend):
+                    torch.nn.functional.scaled_dot_product_attention(q, k_, v, is_causal=bool(causal))
+            except RuntimeError:
+                backend = SDPBackend.FLASH_ATTENTION
+
+            def reference():
+                with sdpa_kernel(backend):
+                    return torch.nn.functional.scaled_dot_product_attention(q, k_, v, is_causal=bool(causal))
+
+            configs = [k for k in of("attention", D=d, CAUSAL=causal) if ARGS.full_space or
+                       (k.info["BM"], k.info["BN"], k.warps, k.info["num_stages"]) in ATTENTION_SHORTLIST]
+            name = lambda bm, bn, w, st: f"{bm}x{bn} w{w} s{st}"
+            strides = (heads * n * d, n * d, d, 1)
+            ours = {name(k.info["BM"], k.info["BN"], k.warps, k.info["num_stages"]):
+                    k.launcher((triton.cdiv(n, k.info["BM"]), batch * heads), q, k_, v, o, scale, *strides, heads, n)
+                    for k in configs}
+            tri = {name(k.info["BM"], k.info["BN"], k.warps, k.info["num_stages"]):
+                   (lambda i=k.info, w=k.warps: triton_attention[(triton.cdiv(n, i["BM"]), batch * heads)](
+                       q, k_, v, o, scale, *strides, heads, n, HEAD_DIM=d, BLOCK_M=i["BM"], BLOCK_N=i["BN"],
+                       CAUSAL=bool(causal), num_warps=w, num_stages=i["num_stages"]))
+                   for k in configs}
+            print(f"attention: our kernels loaded from {sorted({k.loaded_from for k in configs})}; torch's side is "
+                  f"SDPA with {backend.name}", flush=True)
+            flops = 4 * batch * heads * n * n * d // (2 if causal else 1)
+            compare(f"attention fwd bf16 B{batch} H{heads} N{n} D{d}{' causal' if causal else ''}", flops, ours, tri,
+                    reference, near(want, o, 1e-2), "triton", unit="TFLOP/s")
+            del q, k_, v, o, want
 
 
 ARGS = None

@@ -131,14 +131,16 @@ echo "== size sweeps"
 summary+=("sweep: $(grep -c '^sweep ' "$logs/sweep.log") points in sweep.csv")
 fi
 
-# Our memory-bound kernels beside torch's and Triton's in one process, alternating
+# Our kernels beside torch's and Triton's in one process, alternating
 # (bench/torch_side_by_side.py), where torch and triton are installed: one timing call lands in
 # one of two levels a few per cent apart, so figures from two processes cannot settle a ratio
-# near 1.
+# near 1. SIDE_BY_SIDE_ARGS passes options (e.g. "--only matmul,attention --rounds 7").
 if ! skip side-by-side && python3 -c "import torch, triton" 2>/dev/null; then
-  echo "== memory-bound kernels beside torch and Triton, one process"
+  echo "== our kernels beside torch and Triton, one process"
+  # shellcheck disable=SC2086 # SIDE_BY_SIDE_ARGS is a list of options
   "$bin/tiledsl-bench" export "$work/exported" >/dev/null &&
-    PYTHONUNBUFFERED=1 timeout 420 python3 bench/torch_side_by_side.py "$work/exported" 2>&1 | tee "$logs/side_by_side.log"
+    PYTHONUNBUFFERED=1 timeout 540 python3 bench/torch_side_by_side.py "$work/exported" ${SIDE_BY_SIDE_ARGS:-} 2>&1 |
+    tee "$logs/side_by_side.log"
   while IFS= read -r line; do summary+=("$line"); done < <(grep -E '^side-by-side' "$logs/side_by_side.log")
 fi
 
