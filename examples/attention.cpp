@@ -1,9 +1,10 @@
 // Flash-attention forward, as in Triton's fused attention tutorial: each program computes
 // BLOCK_M query rows of one (batch, head) and streams over the keys and values in blocks of
 // BLOCK_N, keeping a running row max and row sum (online softmax, in base 2) so that the full
-// N x N score matrix never exists. Q, K, V and O are addressed with block pointers whose boundary
-// checks handle a sequence length that is not a multiple of the block. bf16 inputs, f32
-// accumulation; causal and non-causal, head dimensions 64 and 128.
+// N x N score matrix never exists. Q, K, V and O are addressed as the tutorial does, a pointer
+// per (batch, head) plus tiles of row and column offsets, with masks for a sequence length that
+// is not a multiple of the block. bf16 inputs, f32 accumulation; causal and non-causal, head
+// dimensions 64 and 128.
 #include "attention_kernel.h"
 #include "common.h"
 

@@ -28,37 +28,43 @@ inline const tl::Kernel attention_kernel_of = tl::kernel(
        tl::Constexpr EVEN_N) {
       auto start_m = tl::program_id(0);
       auto off_zh = tl::program_id(1);
-      auto head = (off_zh / H) * stride_z + (off_zh % H) * stride_h;
-      // Q and O are [N, HEAD_DIM] blocks; K is read transposed ([HEAD_DIM, N], order {0, 1}) so that
-      // Q @ K^T is a plain dot.
-      auto q_block = tl::make_block_ptr(q + head, {N, HEAD_DIM}, {stride_n, stride_d}, {start_m * BLOCK_M, 0},
-                                        {BLOCK_M, HEAD_DIM}, {1, 0});
-      auto k_block =
-          tl::make_block_ptr(k + head, {HEAD_DIM, N}, {stride_d, stride_n}, {0, 0}, {HEAD_DIM, BLOCK_N}, {0, 1});
-      auto v_block =
-          tl::make_block_ptr(v + head, {N, HEAD_DIM}, {stride_n, stride_d}, {0, 0}, {BLOCK_N, HEAD_DIM}, {1, 0});
-      auto o_block = tl::make_block_ptr(o + head, {N, HEAD_DIM}, {stride_n, stride_d}, {start_m * BLOCK_M, 0},
-                                        {BLOCK_M, HEAD_DIM}, {1, 0});
-
+      // The (batch, head) slice starts 64-bit offsets in; within it, offsets are 32-bit tiles, as
+      // in Triton's tutorial (so N * stride_n must stay below 2^31). Each element's address is
+      // then one multiply-add from the slice's pointer (IMAD.WIDE), where block pointers'
+      // 64-bit offsets cost four instructions per 16-byte copy in the loop (the SASS comparison
+      // in bench/results/2026-12-08-cpu-notes.md).
+      tl::Int64 head = (off_zh / H).to<int64_t>() * stride_z + (off_zh % H).to<int64_t>() * stride_h;
+      auto q_head = q + head, k_head = k + head, v_head = v + head;
+      auto o_head = o + head;
       auto offs_m = start_m * BLOCK_M + tl::arange(0, BLOCK_M);
       auto offs_n = tl::arange(0, BLOCK_N);
+      auto offs_d = tl::arange(0, HEAD_DIM);
+      auto rows = offs_m(tl::_, tl::newaxis) * stride_n + offs_d(tl::newaxis, tl::_) * stride_d;  // Q's and O's
+      auto row_in = offs_m(tl::_, tl::newaxis) < N;  // rows past N load as zeros and are never stored
+
       auto m_i = tl::full<float>({BLOCK_M}, -INFINITY);
       auto l_i = tl::full<float>({BLOCK_M}, 1.0);
       auto acc = tl::zeros<float>({BLOCK_M, HEAD_DIM});
       // exp(x) = exp2(x * log2(e)): fold log2(e) into the scale once.
       auto qk_scale = sm_scale * 1.44269504f;
-      auto q_tile = tl::load(q_block, {0});  // rows past N load as zeros and are never stored
+      auto q_tile = tl::load(q_head + rows, row_in, 0.0f);
 
       // Causal programs stop at the last key block their rows can see.
       tl::Int hi = CAUSAL ? tl::minimum((start_m + 1) * BLOCK_M, N) : N;
       tl::range(0, hi, BLOCK_N, [&](tl::Int start_n) {
-        auto k_tile = EVEN_N ? tl::load(k_block) : tl::load(k_block, {1});
+        auto keys = start_n + offs_n;
+        auto key_in = keys < N;
+        // K^T is a [HEAD_DIM, BLOCK_N] tile read down its columns (K's rows), so that Q @ K^T is a
+        // plain dot; V is [BLOCK_N, HEAD_DIM]. Keys past N load as zeros.
+        auto k_ptrs = k_head + keys(tl::newaxis, tl::_) * stride_n + offs_d(tl::_, tl::newaxis) * stride_d;
+        auto k_tile = EVEN_N ? tl::load(k_ptrs) : tl::load(k_ptrs, key_in(tl::newaxis, tl::_), 0.0f);
         auto qk = tl::dot(q_tile, k_tile);
         if (CAUSAL || !EVEN_N) {
-          // Keys past N (and, when causal, keys after the query) get a score of -inf: weight zero.
-          auto cols = start_n + offs_n(tl::newaxis, tl::_);
-          auto keep = cols < N;
-          if (CAUSAL) keep = keep & (offs_m(tl::_, tl::newaxis) >= cols);
+          // Keys after the query (causal) or past N get a score of -inf: weight zero. Causal
+          // rows below N see no key past N anyway; rows past N are never stored (and their keys
+          // past N load as zeros), so causal needs no second compare.
+          auto cols = keys(tl::newaxis, tl::_);
+          tl::Tile<bool> keep = CAUSAL ? offs_m(tl::_, tl::newaxis) >= cols : cols < N;
           qk = tl::where(keep, qk, -INFINITY);
         }
         // Every row sees key 0 in the first block, so m_ij is finite from then on and no row is
@@ -68,17 +74,16 @@ inline const tl::Kernel attention_kernel_of = tl::kernel(
         auto alpha = tl::exp2(m_i - m_ij);
         l_i = l_i * alpha + tl::sum(p, 1);
         acc = acc * alpha(tl::_, tl::newaxis);
-        auto v_tile = EVEN_N ? tl::load(v_block) : tl::load(v_block, {0});
+        auto v_ptrs = v_head + keys(tl::_, tl::newaxis) * stride_n + offs_d(tl::newaxis, tl::_) * stride_d;
+        auto v_tile = EVEN_N ? tl::load(v_ptrs) : tl::load(v_ptrs, key_in(tl::_, tl::newaxis), 0.0f);
         acc = tl::dot(p.to<tl::bf16>(), v_tile, acc);
         m_i = m_ij;
-        k_block = tl::advance(k_block, {0, BLOCK_N});
-        v_block = tl::advance(v_block, {BLOCK_N, 0});
       });
       auto out = acc / l_i(tl::_, tl::newaxis);
       if constexpr (std::is_same_v<Out, float>)
-        tl::store(o_block, out, {0});
+        tl::store(o_head + rows, out, row_in);
       else
-        tl::store(o_block, out.to<Out>(), {0});
+        tl::store(o_head + rows, out.to<Out>(), row_in);
     });
 inline const tl::Kernel& attention_kernel = attention_kernel_of<float>;
 inline const tl::Kernel& attention_kernel_bf16 = attention_kernel_of<tl::bf16>;
