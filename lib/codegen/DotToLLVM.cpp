@@ -723,17 +723,22 @@ void Lowering::copy_to_shared(const ir::Op& load, const ir::Op& dot, int x, llvm
   const Regs* mask = load.operands.size() > 1 ? &get(load.operands[1]) : nullptr;
   const DistributedLayout* l = layout(res);
   const ThreadIndex t = thread_index(l, along);
-  // src-size 0 copies nothing and zero-fills the destination (masked-off elements).
-  const std::string text =
-      fmt::format("cp.async.{}.shared.global [$0], [$1], {}, $2;", bytes == 16 ? "cg" : "ca", bytes);
+  // A masked-off copy reads nothing and zero-fills the destination: cp.async's ignore-src
+  // predicate, which the copy instruction takes as it is (a src-size of select(mask, 16, 0)
+  // costs ptxas a select and a compare back to a predicate per copy, two selects where the mask
+  // is a conjunction).
+  const char* level = bytes == 16 ? "cg" : "ca";
+  const std::string text = mask ? fmt::format("cp.async.{}.shared.global [$0], [$1], {}, $2;", level, bytes)
+                                : fmt::format("cp.async.{}.shared.global [$0], [$1], {};", level, bytes);
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
     const Shape off = l->reg_offset(shape, static_cast<int64_t>(r));
     llvm::Value* addr =
         swizzled_address(at, aligned, t, off[1 - along], off[along], shape[1 - along], shape[along], panels, elem);
-    llvm::Value* size = mask ? b_.CreateSelect((*mask)[r], b_.getInt32(static_cast<uint32_t>(bytes)), b_.getInt32(0))
-                             : b_.getInt32(static_cast<uint32_t>(bytes));
-    inline_ptx(text, "r,l,r,~{memory}", b_.getVoidTy(), {addr, b_.CreatePtrToInt(ptrs[r], b_.getInt64Ty()), size},
-               /*side_effects=*/true);
+    llvm::Value* src = b_.CreatePtrToInt(ptrs[r], b_.getInt64Ty());
+    if (mask)
+      inline_ptx(text, "r,l,b,~{memory}", b_.getVoidTy(), {addr, src, b_.CreateNot((*mask)[r])}, /*side_effects=*/true);
+    else
+      inline_ptx(text, "r,l,~{memory}", b_.getVoidTy(), {addr, src}, /*side_effects=*/true);
   }
 }
 
