@@ -476,9 +476,9 @@ std::array<llvm::Value*, 2> Lowering::fill_dot_buffers(const ir::Op& op, bool wg
   if (round)
     for (int x = 0; x < 2; ++x)
       if (next_copy[x]) round_copies_in_place(*next_copy[x], dot_operand_at(op, x, stage), x == 1 && b_kmajor);
-  // The tensor cores read shared memory through the async proxy, and everything else that
-  // writes it here is in the generic proxy: stores from registers (staged operands, tf32 rounded
-  // in place) and cp.async alike (only the bulk copies are async-proxy operations). A barrier
+  // The tensor cores read shared memory through the async proxy; the writes that fill the
+  // buffers here go through the generic proxy: stores from registers (staged operands, tf32
+  // rounded in place) and cp.async alike (only the bulk copies are async-proxy operations). A barrier
   // orders generic accesses only, so each thread fences what it wrote (its copies complete after
   // the wait) before the barrier, as the PTX ISA's async-proxy rules ask for wgmma's shared
   // operands. Triton 3.6 left cp.async'ed operands unfenced; Triton 3.9 fences them too (its
