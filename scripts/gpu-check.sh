@@ -4,7 +4,10 @@
 # it, and compute-sanitizer (memcheck, racecheck, synccheck) over the examples. Full logs go to
 # $1 (default $OUT or ./gpu-logs); a short summary is printed last. GPU_CHECK_SKIP names steps
 # to leave out, to fit a call's time limit (any of: examples ops differential aot sanitizer anchors
-# bench sweep side-by-side).
+# bench sweep side-by-side); GPU_CHECK_TESTS, a Catch2 test spec (default "[interp]"), narrows the
+# op tests and the differential run, e.g. to the tensor-core tests:
+#   GPU_CHECK_SKIP="aot sweep bench anchors" GPU_CHECK_TESTS="*dot*,*matmul*,*attention*,*pipelin*,persistent*" \
+#   SIDE_BY_SIDE_ARGS="--only matmul,attention" scripts/gpu-check.sh "$OUT"
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=${1:-${OUT:-gpu-logs}}
@@ -50,8 +53,9 @@ fi
 
 if ! skip ops; then
 echo "== op tests on the GPU"
-(cd "$work" && timeout 300 "$bin/tiledsl-tests" "[interp]") >"$logs/ops.log" 2>&1
-summary+=("op tests on the GPU: $(grep -E '^(All tests passed|test cases:)' "$logs/ops.log" | tail -1)")
+tests=${GPU_CHECK_TESTS:-[interp]}
+(cd "$work" && timeout 300 "$bin/tiledsl-tests" "$tests") >"$logs/ops.log" 2>&1
+summary+=("op tests on the GPU ($tests): $(grep -E '^(All tests passed|test cases:)' "$logs/ops.log" | tail -1)")
 tail -3 "$logs/ops.log"
 fi
 
@@ -65,7 +69,12 @@ fi
 
 if ! skip differential; then
 echo "== differential: the op tests and random kernels, each GPU launch compared with the interpreter"
-(cd "$work" && TILEDSL_COMPARE_INTERPRETER=1 timeout 400 "$bin/tiledsl-tests" "[interp]") >"$logs/differential.log" 2>&1
+(cd "$work" && TILEDSL_COMPARE_INTERPRETER=1 timeout 400 "$bin/tiledsl-tests" "${GPU_CHECK_TESTS:-[interp]}") >"$logs/differential.log" 2>&1
+# The sm_80 path (mma.sync, ldmatrix) on the same GPU, forced, where the tests are narrowed.
+if [ -n "${GPU_CHECK_TESTS:-}" ]; then
+  (cd "$work" && TILEDSL_ARCH=sm_80 TILEDSL_COMPARE_INTERPRETER=1 timeout 300 "$bin/tiledsl-tests" "$GPU_CHECK_TESTS") >"$logs/differential-sm80.log" 2>&1
+  summary+=("differential, forced sm_80: $(grep -E '^(All tests passed|test cases:)' "$logs/differential-sm80.log" | tail -1)")
+fi
 summary+=("differential: $(grep -E '^(All tests passed|test cases:)' "$logs/differential.log" | tail -1); $(grep -E 'GPU launches compared' "$logs/differential.log" | tail -1)")
 grep -E "disagree|FAILED" "$logs/differential.log" | head -20
 fi
