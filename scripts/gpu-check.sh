@@ -4,7 +4,7 @@
 # it, and compute-sanitizer (memcheck, racecheck, synccheck) over the examples. Full logs go to
 # $1 (default $OUT or ./gpu-logs); a short summary is printed last. GPU_CHECK_SKIP names steps
 # to leave out, to fit a call's time limit (any of: examples ops differential aot sanitizer anchors
-# bench sweep side-by-side); GPU_CHECK_TESTS, a Catch2 test spec (default "[interp]"), narrows the
+# bench sweep side-by-side probe); GPU_CHECK_TESTS, a Catch2 test spec (default "[interp]"), narrows the
 # op tests and the differential run, e.g. to the tensor-core tests:
 #   GPU_CHECK_SKIP="aot sweep bench anchors" GPU_CHECK_TESTS="*dot*,*matmul*,*attention*,*pipelin*,persistent*" \
 #   SIDE_BY_SIDE_ARGS="--only matmul,attention" scripts/gpu-check.sh "$OUT"
@@ -107,6 +107,14 @@ anchors() {
   PYTHONUNBUFFERED=1 timeout 400 python3 .ref/triton_torch_anchors.py 2>&1 | tee "$logs/anchors$1.log" | tail -40
 }
 anchors 1
+
+# The tensor cores' ceilings through our own driver path: hand-written PTX chains of mma.sync and
+# (sm_90a) wgmma from shared memory, a few seconds.
+if ! skip probe; then
+  echo "== tensor-core probes"
+  (cd "$work" && timeout 120 "$bin/tiledsl-bench" probe) 2>&1 | tee "$logs/probe.log" | grep -E "^probe"
+  while IFS= read -r line; do summary+=("$line"); done < <(grep -E '^probe' "$logs/probe.log")
+fi
 
 if ! skip bench; then
 echo "== benchmarks"
