@@ -6,6 +6,8 @@
 # them; matmul and attention blocks that wgmma takes use it; with ptxas, the memory-bound kernels
 # assemble without spills (test_compile.cpp checks the tensor-core configurations the benchmark
 # picks; some of the others, D128 attention on one warpgroup, spill by design of the search).
+# With python3, bench/torch_side_by_side.py then runs over them with torch, Triton and the driver
+# stubbed (side-by-side-dry-run.py): every workload must reach its summary line.
 # Usage: bench-export.sh <tiledsl-bench> [ptxas]
 set -euo pipefail
 bench=$1
@@ -43,3 +45,11 @@ while IFS= read -r line; do
   fi
   echo "$file: $kind, entry $entry, $params parameters"
 done <"$work/kernels.jsonl"
+if command -v python3 >/dev/null; then
+  out=$(python3 "$(dirname "$0")/side-by-side-dry-run.py" "$work" --rounds 2 --select-rounds 1 2>&1) ||
+    { echo "$out" | tail -20; echo "torch_side_by_side.py failed on the exported kernels"; exit 1; }
+  # add at 3 sizes, softmax at 2, layer norm in 2 forms, matmul at 2 sizes, attention in 3 forms
+  lines=$(echo "$out" | grep -c '^side-by-side')
+  [ "$lines" -eq 12 ] || { echo "$out" | tail -20; echo "side-by-side printed $lines summary lines, expected 12"; exit 1; }
+  echo "torch_side_by_side.py (stubbed): $lines workloads"
+fi
