@@ -933,7 +933,7 @@ int main(int argc, char** argv) {
   // `tiledsl-bench cold`: only the first launches, add then attention (with an empty
   // TILEDSL_CACHE_DIR: cold compiles), so that a script can repeat them in fresh processes.
   // `tiledsl-bench memory`: only the memory-bound kernels and SpMM (to compare builds quickly).
-  // `tiledsl-bench export DIR`: write the memory-bound kernels' PTX (see export_kernels) and exit.
+  // `tiledsl-bench export DIR`: write the benchmarked kernels' PTX and cubins (see export_kernels) and exit.
   // `tiledsl-bench sweep --csv=PATH`: every workload over a range of sizes (see sweep).
   // `tiledsl-bench matmul [--only=TEXT] --csv=PATH`: the sweep's matmul rows only (--only: the
   // configurations whose name, as "4096 bf16 128x256x64 w8 s3", contains TEXT).
