@@ -282,16 +282,21 @@ int export_kernels(const std::string& dir) {
          warps,
          "\"kernel\": \"layernorm_loops\", \"rows\": " + std::to_string(kLayerNormRows) +
              ", \"cols\": " + std::to_string(kLayerNormCols));
-  // bf16 matmul with a bf16 C at 4096 and 8192 (one specialisation serves both: every size and
-  // row stride a multiple of 16), the sweep's default-kernel configurations.
-  auto bf16 = [] { return tl::Tensor::empty({16}, tl::DType::bf16); };
-  for (const auto& [bm, bn, bk, warps, stages] : kMatmulConfigs) {
-    const int size = 4096;
-    emit(fmt::format("matmul-{}x{}x{}-w{}-s{}.ptx", bm, bn, bk, warps, stages),
-         matmul::matmul_bf16_out.ir(bf16(), bf16(), bf16(), size, size, size, size, 1, size, 1, size, 1, bm, bn, bk, 8),
-         warps, fmt::format("\"kernel\": \"matmul\", \"BM\": {}, \"BN\": {}, \"BK\": {}, \"GROUP_M\": 8", bm, bn, bk),
-         stages);
+  // Matmul at 4096 and 8192 (one specialisation serves both: every size and row stride a multiple
+  // of 16), the sweep's default-kernel configurations: bf16 in with a bf16 C, f16 in and out.
+  for (const auto& [dtype, kernel, prefix] : {std::tuple{tl::DType::bf16, &matmul::matmul_bf16_out, "matmul"},
+                                              std::tuple{tl::DType::f16, &matmul::matmul_f16_out, "matmul_f16"}}) {
+    auto t16 = [dtype] { return tl::Tensor::empty({16}, dtype); };
+    for (const auto& [bm, bn, bk, warps, stages] : kMatmulConfigs) {
+      const int size = 4096;
+      emit(fmt::format("{}-{}x{}x{}-w{}-s{}.ptx", prefix, bm, bn, bk, warps, stages),
+           kernel->ir(t16(), t16(), t16(), size, size, size, size, 1, size, 1, size, 1, bm, bn, bk, 8), warps,
+           fmt::format("\"kernel\": \"matmul\", \"dtype\": \"{}\", \"BM\": {}, \"BN\": {}, \"BK\": {}, \"GROUP_M\": 8",
+                       tl::name(dtype), bm, bn, bk),
+           stages);
+    }
   }
+  auto bf16 = [] { return tl::Tensor::empty({16}, tl::DType::bf16); };
   // Attention forward, bf16 O, B4 H32 N4096 (EVEN_N: N a multiple of every BLOCK_N), as
   // attention_sweep launches it.
   const int heads = 32, n = 4096;
@@ -425,7 +430,7 @@ struct CuBlas {
   Status (*create)(void**);
   Status (*gemm_ex)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
                     const void*, void*, int, int, int, int);
-  static constexpr int kOpN = 0, kR32F = 0, kR16BF = 14, kCompute32F = 68, kGemmDefault = -1;
+  static constexpr int kOpN = 0, kR32F = 0, kR16F = 2, kR16BF = 14, kCompute32F = 68, kGemmDefault = -1;
 
   static const CuBlas* load(std::string* why) {
     std::string path = tiledsl::env::value(tiledsl::env::Var::TILEDSL_CUBLAS_PATH);
@@ -450,12 +455,13 @@ struct CuBlas {
   }
   void* handle = nullptr;
 
-  // Row-major C[m, n] (f32 or bf16, as c is) = A[m, k] @ B[k, n] (bf16), f32 accumulation:
-  // column-major C^T = B^T A^T.
-  void gemm_bf16(const tl::Tensor& a, const tl::Tensor& b, tl::Tensor& c, int m, int n, int k) const {
+  // Row-major C[m, n] (f32, bf16 or f16, as c is) = A[m, k] @ B[k, n] (bf16 or f16, as a is), f32
+  // accumulation: column-major C^T = B^T A^T.
+  void gemm(const tl::Tensor& a, const tl::Tensor& b, tl::Tensor& c, int m, int n, int k) const {
+    auto type = [](tl::DType t) { return t == tl::DType::bf16 ? kR16BF : t == tl::DType::f16 ? kR16F : kR32F; };
     float alpha = 1, beta = 0;
-    Status st = gemm_ex(handle, kOpN, kOpN, n, m, k, &alpha, b.data_ptr(), kR16BF, n, a.data_ptr(), kR16BF, k, &beta,
-                        c.data_ptr(), c.dtype() == tl::DType::bf16 ? kR16BF : kR32F, n, kCompute32F, kGemmDefault);
+    Status st = gemm_ex(handle, kOpN, kOpN, n, m, k, &alpha, b.data_ptr(), type(b.dtype()), n, a.data_ptr(),
+                        type(a.dtype()), k, &beta, c.data_ptr(), type(c.dtype()), n, kCompute32F, kGemmDefault);
     if (st != 0) throw tl::Error("cublasGemmEx failed with status " + std::to_string(st));
   }
 };
@@ -528,10 +534,12 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
   for (const auto& cfg : kMatmulConfigs) runs.emplace_back(cfg, false);
   for (const auto& cfg : persistent_configs) runs.emplace_back(cfg, true);
   const int sms = cu::device_info().sm_count;
-  // C in f32 (every size) and in bf16 (the accumulator rounded as it is stored; 2048 and up).
+  // bf16 inputs with C in f32 (every size) and in bf16 (the accumulator rounded as it is stored;
+  // 2048 and up); f16 inputs with C in f16, as Triton's tutorial (2048 and up).
   for (int size = 512; blas && size <= 8192; size *= 2)
-    for (tl::DType out : {tl::DType::f32, tl::DType::bf16}) {
-      if (out == tl::DType::bf16 && size < 2048) continue;
+    for (tl::DType out : {tl::DType::f32, tl::DType::bf16, tl::DType::f16}) {
+      if (out != tl::DType::f32 && size < 2048) continue;
+      const tl::DType in = out == tl::DType::f16 ? tl::DType::f16 : tl::DType::bf16;
       // "4096 bf16 128x256x64 w8 s3", and " persistent" after it for that kernel.
       auto name_of = [&](const std::array<int, 5>& cfg, bool persistent) {
         return fmt::format("{} {} {}x{}x{} w{} s{}{}", size, tl::name(out), cfg[0], cfg[1], cfg[2], cfg[3], cfg[4],
@@ -543,18 +551,21 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
       // Making the inputs takes seconds at 8192: none for a size --only leaves no run of.
       if (std::none_of(runs.begin(), runs.end(), [&](const auto& r) { return chosen(r.first, r.second); })) continue;
       const int m = size, n = size, k = size;
-      auto a = tl::Tensor::randn({m, k}, 7, tl::DType::bf16), b = tl::Tensor::randn({k, n}, 8, tl::DType::bf16),
+      auto a = tl::Tensor::randn({m, k}, 7, in), b = tl::Tensor::randn({k, n}, 8, in),
            c = tl::Tensor::empty({m, n}, out), c_ref = tl::Tensor::empty({m, n}, out);
-      auto ref = [&] { blas->gemm_bf16(a, b, c_ref, m, n, k); };
+      auto ref = [&] { blas->gemm(a, b, c_ref, m, n, k); };
       ref();
       const std::vector<double> want = c_ref.to_double();
-      // Sums in another order differ by about sqrt(k) f32 roundings of terms of size 1; a bf16 C
-      // may also round one ulp apart (2^-7 of the value). Every configuration's C is checked.
+      // Sums in another order differ by about sqrt(k) f32 roundings of terms of size 1; a 16-bit C
+      // may also round one ulp apart (2^-7 of the value in bf16, 2^-10 in f16). Every
+      // configuration's C is checked.
       auto wrong = [&](const std::string& name) {
         auto got = c.to_double();
         for (size_t i = 0; i < got.size(); i += 101) {
-          const double bound = 1e-2 * std::sqrt(static_cast<double>(k)) +
-                               (out == tl::DType::bf16 ? std::ldexp(std::fabs(want[i]), -7) : 0.0);
+          const double bound =
+              1e-2 * std::sqrt(static_cast<double>(k)) + (out == tl::DType::bf16  ? std::ldexp(std::fabs(want[i]), -7)
+                                                          : out == tl::DType::f16 ? std::ldexp(std::fabs(want[i]), -10)
+                                                                                  : 0.0);
           if (!(std::fabs(got[i] - want[i]) <= bound)) {
             std::printf("sweep matmul %s: WRONG against cuBLAS (element %zu: %g, cuBLAS %g)\n", name.c_str(), i, got[i],
                         want[i]);
@@ -572,6 +583,7 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
         const int tiles = tl::cdiv(m, bm) * tl::cdiv(n, bn);
         const tl::Kernel& kernel = persistent              ? matmul::matmul_bf16_out_persistent
                                    : out == tl::DType::f32 ? matmul::matmul_bf16
+                                   : out == tl::DType::f16 ? matmul::matmul_f16_out
                                                            : matmul::matmul_bf16_out;
         auto launch = [&] {
           kernel[persistent ? std::min(tiles, sms) : tiles].options({.num_warps = warps, .num_stages = stages})(
@@ -592,8 +604,10 @@ int sweep(const std::string& csv, bool matmul_only, const std::string& only) {
       }
       if (config.empty()) continue;  // every selected config failed to launch
       const double flop = 2.0 * m * n * k;
-      add_point(out == tl::DType::f32 ? "matmul_bf16" : "matmul_bf16_out_bf16", size, "TFLOP/s", flop / best / 1e9,
-                config, "cuBLAS", flop / time_ms(ref) / 1e9);
+      add_point(out == tl::DType::f32   ? "matmul_bf16"
+                : out == tl::DType::f16 ? "matmul_f16_out_f16"
+                                        : "matmul_bf16_out_bf16",
+                size, "TFLOP/s", flop / best / 1e9, config, "cuBLAS", flop / time_ms(ref) / 1e9);
     }
   if (!csv.empty()) report.write_csv(csv);
   return 0;

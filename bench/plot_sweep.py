@@ -20,6 +20,8 @@ SIZE_LABEL = {
     "softmax": "columns (4096 rows)",
     "layernorm": "columns (4096 rows)",
     "matmul_bf16": "M = N = K",
+    "matmul_bf16_out_bf16": "M = N = K",
+    "matmul_f16_out_f16": "M = N = K",
 }
 
 

@@ -15,8 +15,8 @@ Triton's tutorials, written here; torch is torch.add, torch.softmax and layer_no
 timed in two forms, each the same on both sides: the row loaded once (a row of 4096 fits one
 block), and three loops over the row as in Triton's layer-norm tutorial (x read three times).
 
-The tensor-core workloads of issue 15 run the same way: bf16 matmul (C in bf16) at 4096^3 and
-8192^3 against cuBLAS (torch.matmul), and attention forward (B4 H32 N4096, D128 and D64, causal
+The tensor-core workloads of issue 15 run the same way: bf16 and f16 matmul (C in the inputs'
+type) at 4096^3 and 8192^3 against cuBLAS (torch.matmul), and attention forward (B4 H32 N4096, D128 and D64, causal
 and not, O in bf16) against torch's SDPA (cuDNN where torch has it, else flash). The Triton side
 is written here in the form of Triton's tutorials and takes the same arguments as ours (grouped
 program order and masked K steps for matmul; run-time strides and exp2 with the scale folded in
@@ -177,7 +177,8 @@ def triton_layernorm_loops(x, y, w, b, mean_out, rstd_out, stride, n, eps, BLOCK
 def triton_matmul(a, b, c, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     # Triton's matmul tutorial in structure, as examples/matmul_kernel.h: grouped program order,
-    # rows and columns wrapped so that only K is masked in the loop, the store masked, C in bf16.
+    # rows and columns wrapped so that only K is masked in the loop, the store masked, C in the
+    # inputs' type (bf16 or f16).
     pid = tl.program_id(0)
     blocks_m, blocks_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     per_group = GROUP_M * blocks_n
@@ -196,7 +197,7 @@ def triton_matmul(a, b, c, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
         acc = tl.dot(tl.load(pa, mask=k[None, :] < left, other=0.0), tl.load(pb, mask=k[:, None] < left, other=0.0), acc)
         pa += BLOCK_K * s_ak
         pb += BLOCK_K * s_bk
-    tl.store(c + m[:, None] * s_cm + n[None, :] * s_cn, acc.to(tl.bfloat16), mask=(m[:, None] < M) & (n[None, :] < N))
+    tl.store(c + m[:, None] * s_cm + n[None, :] * s_cn, acc.to(c.dtype.element_ty), mask=(m[:, None] < M) & (n[None, :] < N))
 
 
 @triton.jit
@@ -396,11 +397,12 @@ def main():
 
 
     if "matmul" in only:
-        for size in (4096, 8192):
-            a, b = (torch.randn(size, size, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-            c = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
+        for dtype, size in (("bf16", 4096), ("bf16", 8192), ("f16", 4096), ("f16", 8192)):
+            torch_dtype = torch.bfloat16 if dtype == "bf16" else torch.float16
+            a, b = (torch.randn(size, size, device="cuda", dtype=torch_dtype) for _ in range(2))
+            c = torch.empty(size, size, device="cuda", dtype=torch_dtype)
             want = torch.matmul(a, b)
-            configs = [k for k in of("matmul") if ARGS.full_space or
+            configs = [k for k in of("matmul", dtype=dtype) if ARGS.full_space or
                        (k.info["BM"], k.info["BN"], k.info["BK"], k.warps, k.info["num_stages"]) in MATMUL_SHORTLIST]
             name = lambda bm, bn, bk, w, st: f"{bm}x{bn}x{bk} w{w} s{st}"
             args = (size, size, size, size, 1, size, 1, size, 1)
@@ -413,8 +415,8 @@ def main():
                        num_stages=i["num_stages"]))
                    for k in configs}
             print(f"matmul: our kernels loaded from {sorted({k.loaded_from for k in configs})}", flush=True)
-            # bf16 C: one rounding of 2^-9 relative, and f32 sums in another order.
-            compare(f"matmul bf16 {size}^3", 2 * size**3, ours, tri, lambda: torch.matmul(a, b, out=c),
+            # A 16-bit C: one rounding (2^-9 relative in bf16), and f32 sums in another order.
+            compare(f"matmul {dtype} {size}^3", 2 * size**3, ours, tri, lambda: torch.matmul(a, b, out=c),
                     near(want, c, 1e-2), "triton", unit="TFLOP/s")
             del a, b, c, want
 

@@ -132,6 +132,8 @@ inline tl::Kernel make_matmul_persistent_kernel(const char* name) {
 inline const tl::Kernel matmul_f32 = make_matmul_kernel<float>("matmul_f32");
 inline const tl::Kernel matmul_bf16 = make_matmul_kernel<tl::bf16>("matmul_bf16");
 inline const tl::Kernel matmul_bf16_out = make_matmul_kernel<tl::bf16, tl::bf16>("matmul_bf16_out");
+// f16 in and out, as Triton's matmul tutorial runs it.
+inline const tl::Kernel matmul_f16_out = make_matmul_kernel<tl::f16, tl::f16>("matmul_f16_out");
 inline const tl::Kernel matmul_bf16_out_persistent =
     make_matmul_persistent_kernel<tl::bf16, tl::bf16>("matmul_bf16_out_persistent");
 

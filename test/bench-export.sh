@@ -16,8 +16,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 TILEDSL_BACKEND=interpreter TILEDSL_ARCH=sm_90a "$bench" export "$work" >/dev/null
 lines=$(wc -l <"$work/kernels.jsonl")
-# 19 memory-bound kernels, 13 matmul configurations, 13 attention ones for each of 4 workloads
-[ "$lines" -eq 84 ] || { echo "kernels.jsonl has $lines lines, expected 84"; exit 1; }
+# 19 memory-bound kernels, 13 matmul configurations for bf16 and for f16, 13 attention ones for
+# each of 4 workloads
+[ "$lines" -eq 97 ] || { echo "kernels.jsonl has $lines lines, expected 97"; exit 1; }
 while IFS= read -r line; do
   file=$(echo "$line" | sed -E 's/.*"file": "([^"]+)".*/\1/')
   entry=$(echo "$line" | sed -E 's/.*"entry": "([^"]+)".*/\1/')
@@ -36,7 +37,7 @@ while IFS= read -r line; do
     [ -s "$work/$cubin" ] || { echo "$file: no cubin $cubin"; exit 1; }
   fi
   # The 128x256x64 matmul and 128x128 attention blocks: whole warpgroups along M, N multiple of 64.
-  case $file in matmul-128x256x64-* | attention-*-128x128-w8-*)
+  case $file in matmul-128x256x64-* | matmul_f16-128x256x64-* | attention-*-128x128-w8-*)
     grep -q "wgmma.mma_async" "$ptx" || { echo "$file: no wgmma"; exit 1; } ;;
   esac
   if [ "$kind" != matmul ] && [ "$kind" != attention ] && [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
@@ -48,8 +49,8 @@ done <"$work/kernels.jsonl"
 if command -v python3 >/dev/null; then
   out=$(python3 "$(dirname "$0")/side-by-side-dry-run.py" "$work" --rounds 2 --select-rounds 1 2>&1) ||
     { echo "$out" | tail -20; echo "torch_side_by_side.py failed on the exported kernels"; exit 1; }
-  # add at 3 sizes, softmax at 2, layer norm in 2 forms, matmul at 2 sizes, attention in 3 forms
+  # add at 3 sizes, softmax at 2, layer norm in 2 forms, matmul at 2 sizes in 2 types, attention in 3 forms
   lines=$(echo "$out" | grep -c '^side-by-side')
-  [ "$lines" -eq 12 ] || { echo "$out" | tail -20; echo "side-by-side printed $lines summary lines, expected 12"; exit 1; }
+  [ "$lines" -eq 14 ] || { echo "$out" | tail -20; echo "side-by-side printed $lines summary lines, expected 14"; exit 1; }
   echo "torch_side_by_side.py (stubbed): $lines workloads"
 fi

@@ -70,7 +70,7 @@ def fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "stub"
     torch.Tensor = FakeTensor
-    torch.bfloat16 = "bfloat16"
+    torch.bfloat16, torch.float16 = "bfloat16", "float16"
     for name in ("randn", "empty"):
         setattr(torch, name, lambda *shape, **_: FakeTensor(*shape))
     torch.empty_like = lambda t: FakeTensor(*t.shape)

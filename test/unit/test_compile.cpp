@@ -132,6 +132,9 @@ TEST_CASE("the benchmarked matmul and attention configurations compile for sm_90
     auto c = tl::Tensor::empty({256, 256}, tl::DType::bf16, tl::Device::cpu);
     const int n = 4096;  // the specialisation of 4096^3 (what matters: divisibility by 16)
     compiled.push_back(matmul::matmul_bf16_out.compile(kFused, a, a, c, n, n, n, n, 1, n, 1, n, 1, 128, 256, 64, 8));
+    // f16 in and out (Triton's matmul tutorial), the same block.
+    auto h = tl::Tensor::empty({256, 256}, tl::DType::f16, tl::Device::cpu);
+    compiled.push_back(matmul::matmul_f16_out.compile(kFused, h, h, h, n, n, n, n, 1, n, 1, n, 1, 128, 256, 64, 8));
   }
   {
     // fp8 as Triton's fp8 matmul runs it: b K-major in memory (stride_bk 1), wgmma m64n256k32.

@@ -436,34 +436,43 @@ TEST_CASE("tensor-core dots outside a loop, chained, and on a rescaled accumulat
 namespace {
 // Small integers as bf16 matrices a [M, K] and b [K, N], and their product rounded to bf16:
 // every f32 sum of such products is exact, so a kernel's bf16 C must equal it everywhere.
-struct ExactBf16Product {
+// Small integers (-3 to 3) in A and B, so that every product and sum is exact in f32 and C
+// rounded to T (bf16: once, to 8 significant bits; f16 represents these sums exactly) is known.
+template <class T>
+struct ExactProduct {
   tl::Tensor a, b;
   std::vector<float> rounded;
 };
-ExactBf16Product exact_bf16_product(int M, int N, int K, unsigned seed) {
+template <class T>
+ExactProduct<T> exact_product(int M, int N, int K, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> pick(-3, 3);
   std::vector<float> a(M * K), b(K * N);
   for (float& x : a) x = static_cast<float>(pick(rng));
   for (float& x : b) x = static_cast<float>(pick(rng));
-  auto bf = [](const std::vector<float>& x, std::vector<int64_t> shape) {
-    std::vector<tl::bf16> h;
-    for (float e : x) h.push_back(tl::bf16(e));
-    return tensor<tl::bf16>(h, std::move(shape));
+  auto narrow = [](const std::vector<float>& x, std::vector<int64_t> shape) {
+    std::vector<T> h;
+    for (float e : x) h.push_back(T(e));
+    return tensor<T>(h, std::move(shape));
   };
   std::vector<float> want(M * N, 0.0f);
   for (int m = 0; m < M; ++m)
     for (int k = 0; k < K; ++k)
       for (int n = 0; n < N; ++n) want[m * N + n] += a[m * K + k] * b[k * N + n];
   std::vector<float> rounded;
-  for (float x : want) rounded.push_back(static_cast<float>(tl::bf16(x)));
-  return {bf(a, {M, K}), bf(b, {K, N}), rounded};
+  for (float x : want) rounded.push_back(static_cast<float>(T(x)));
+  return {narrow(a, {M, K}), narrow(b, {K, N}), rounded};
 }
-std::vector<float> bf16_host(const tl::Tensor& t) {
+ExactProduct<tl::bf16> exact_bf16_product(int M, int N, int K, unsigned seed) {
+  return exact_product<tl::bf16>(M, N, K, seed);
+}
+template <class T>
+std::vector<float> narrow_host(const tl::Tensor& t) {
   std::vector<float> got;
-  for (tl::bf16 x : host<tl::bf16>(t)) got.push_back(static_cast<float>(x));
+  for (T x : host<T>(t)) got.push_back(static_cast<float>(x));
   return got;
 }
+std::vector<float> bf16_host(const tl::Tensor& t) { return narrow_host<tl::bf16>(t); }
 struct MatmulConfig {
   int bm, bn, bk, warps, stages;
 };
@@ -482,6 +491,20 @@ TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[int
     matmul::matmul_bf16_out[tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn)].options(
         {.num_warps = c.warps, .num_stages = c.stages})(p.a, p.b, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
     require_equal(bf16_host(out), p.rounded);
+  }
+}
+
+// The same with f16 in and out (Triton's tutorial's matmul), whose sums here are exact in f16.
+TEST_CASE("matmul with f16 inputs and C stores the exact product", "[interp]") {
+  const int M = 150, N = 200, K = 190;
+  auto p = exact_product<tl::f16>(M, N, K, 983);
+  for (MatmulConfig c :
+       {MatmulConfig{128, 128, 64, 8, 3}, MatmulConfig{64, 64, 32, 4, 2}, MatmulConfig{128, 256, 64, 8, 3}}) {
+    INFO("blocks " << c.bm << "x" << c.bn << "x" << c.bk << ", " << c.warps << " warps, num_stages " << c.stages);
+    auto out = poison<tl::f16>({M, N});
+    matmul::matmul_f16_out[tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn)].options(
+        {.num_warps = c.warps, .num_stages = c.stages})(p.a, p.b, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
+    require_equal(narrow_host<tl::f16>(out), p.rounded);
   }
 }
 
