@@ -478,34 +478,33 @@ struct MatmulConfig {
 };
 }  // namespace
 
-// The matmul example's kernel with a bf16 C (the accumulator rounded as it is stored, straight
-// from the tensor cores' registers: the epilogue), on sizes that fill no block, with blocks for
-// wgmma (sm_90a), mma.sync and several pipeline depths.
-TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[interp]") {
+// `kernel` (T in, T out) on sizes that fill no block, for each of `configs`: C must be the exact
+// product rounded to T.
+template <class T>
+void require_exact_matmul(const tl::Kernel& kernel, std::initializer_list<MatmulConfig> configs, unsigned seed) {
   const int M = 150, N = 200, K = 190;
-  auto p = exact_bf16_product(M, N, K, 977);
-  for (MatmulConfig c :
-       {MatmulConfig{128, 128, 64, 8, 3}, MatmulConfig{64, 64, 32, 4, 2}, MatmulConfig{64, 128, 64, 4, 4}}) {
+  auto p = exact_product<T>(M, N, K, seed);
+  for (MatmulConfig c : configs) {
     INFO("blocks " << c.bm << "x" << c.bn << "x" << c.bk << ", " << c.warps << " warps, num_stages " << c.stages);
-    auto out = poison<tl::bf16>({M, N});
-    matmul::matmul_bf16_out[tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn)].options(
-        {.num_warps = c.warps, .num_stages = c.stages})(p.a, p.b, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
-    require_equal(bf16_host(out), p.rounded);
+    auto out = poison<T>({M, N});
+    kernel[tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn)].options({.num_warps = c.warps, .num_stages = c.stages})(
+        p.a, p.b, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
+    require_equal(narrow_host<T>(out), p.rounded);
   }
+}
+
+// The matmul example's kernel with a bf16 C (the accumulator rounded as it is stored, straight
+// from the tensor cores' registers: the epilogue), with blocks for wgmma (sm_90a), mma.sync and
+// several pipeline depths.
+TEST_CASE("matmul with a bf16 C stores the exact product rounded to bf16", "[interp]") {
+  require_exact_matmul<tl::bf16>(matmul::matmul_bf16_out,
+                                 {{128, 128, 64, 8, 3}, {64, 64, 32, 4, 2}, {64, 128, 64, 4, 4}}, 977);
 }
 
 // The same with f16 in and out (Triton's tutorial's matmul), whose sums here are exact in f16.
 TEST_CASE("matmul with f16 inputs and C stores the exact product", "[interp]") {
-  const int M = 150, N = 200, K = 190;
-  auto p = exact_product<tl::f16>(M, N, K, 983);
-  for (MatmulConfig c :
-       {MatmulConfig{128, 128, 64, 8, 3}, MatmulConfig{64, 64, 32, 4, 2}, MatmulConfig{128, 256, 64, 8, 3}}) {
-    INFO("blocks " << c.bm << "x" << c.bn << "x" << c.bk << ", " << c.warps << " warps, num_stages " << c.stages);
-    auto out = poison<tl::f16>({M, N});
-    matmul::matmul_f16_out[tl::cdiv(M, c.bm) * tl::cdiv(N, c.bn)].options(
-        {.num_warps = c.warps, .num_stages = c.stages})(p.a, p.b, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
-    require_equal(narrow_host<tl::f16>(out), p.rounded);
-  }
+  require_exact_matmul<tl::f16>(matmul::matmul_f16_out,
+                                {{128, 128, 64, 8, 3}, {64, 64, 32, 4, 2}, {128, 256, 64, 8, 3}}, 983);
 }
 
 // The persistent matmul (one flat loop over a program's tiles and their k steps, the
