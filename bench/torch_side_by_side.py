@@ -16,8 +16,9 @@ timed in two forms, each the same on both sides: the row loaded once (a row of 4
 block), and three loops over the row as in Triton's layer-norm tutorial (x read three times).
 
 The tensor-core workloads of issue 15 run the same way: bf16 and f16 matmul (C in the inputs'
-type) at 4096^3 and 8192^3 against cuBLAS (torch.matmul), and attention forward (B4 H32 N4096, D128 and D64, causal
-and not, O in bf16) against torch's SDPA (cuDNN where torch has it, else flash). The Triton side
+type) at 4096^3 and 8192^3 against cuBLAS (torch.matmul), and attention forward (B4 H32 N4096,
+D128 and D64, causal and not, O in bf16) against torch's SDPA (cuDNN where torch has it, else
+flash). The Triton side
 is written here in the form of Triton's tutorials and takes the same arguments as ours (grouped
 program order and masked K steps for matmul; run-time strides and exp2 with the scale folded in
 for attention), and both sides choose among the same block configurations (the ones
@@ -81,7 +82,8 @@ class Ptx:
         image = ctypes.create_string_buffer(text.encode() + b"\0")
         if "cubin" in entry:
             cubin = open(os.path.join(directory, entry["cubin"]), "rb").read()
-            if Ptx.cuda.cuModuleLoadData(ctypes.byref(self.module), ctypes.create_string_buffer(cubin, len(cubin))) == 0:
+            image_bin = ctypes.create_string_buffer(cubin, len(cubin))
+            if Ptx.cuda.cuModuleLoadData(ctypes.byref(self.module), image_bin) == 0:
                 image, self.loaded_from = None, "cubin (nvJitLink)"
             else:  # a cubin newer than the driver: the runtime falls back to the JIT too
                 self.module = ctypes.c_void_p()
@@ -172,7 +174,6 @@ def triton_layernorm_loops(x, y, w, b, mean_out, rstd_out, stride, n, eps, BLOCK
         tl.store(y_row + cols, xhat * tl.load(w + cols, mask=mask) + tl.load(b + cols, mask=mask), mask=mask)
 
 
-
 @triton.jit
 def triton_matmul(a, b, c, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
@@ -194,10 +195,13 @@ def triton_matmul(a, b, c, M, N, K, s_am, s_ak, s_bk, s_bn, s_cm, s_cn,
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(0, tl.cdiv(K, BLOCK_K)):
         left = K - step * BLOCK_K
-        acc = tl.dot(tl.load(pa, mask=k[None, :] < left, other=0.0), tl.load(pb, mask=k[:, None] < left, other=0.0), acc)
+        x = tl.load(pa, mask=k[None, :] < left, other=0.0)
+        y = tl.load(pb, mask=k[:, None] < left, other=0.0)
+        acc = tl.dot(x, y, acc)
         pa += BLOCK_K * s_ak
         pb += BLOCK_K * s_bk
-    tl.store(c + m[:, None] * s_cm + n[None, :] * s_cn, acc.to(c.dtype.element_ty), mask=(m[:, None] < M) & (n[None, :] < N))
+    tl.store(c + m[:, None] * s_cm + n[None, :] * s_cn, acc.to(c.dtype.element_ty),
+             mask=(m[:, None] < M) & (n[None, :] < N))
 
 
 @triton.jit
