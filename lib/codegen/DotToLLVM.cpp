@@ -727,18 +727,16 @@ void Lowering::copy_to_shared(const ir::Op& load, const ir::Op& dot, int x, llvm
   // predicate, which the copy instruction takes as it is (a src-size of select(mask, 16, 0)
   // costs ptxas a select and a compare back to a predicate per copy, two selects where the mask
   // is a conjunction).
-  const char* level = bytes == 16 ? "cg" : "ca";
-  const std::string text = mask ? fmt::format("cp.async.{}.shared.global [$0], [$1], {}, $2;", level, bytes)
-                                : fmt::format("cp.async.{}.shared.global [$0], [$1], {};", level, bytes);
+  const std::string text =
+      fmt::format("cp.async.{}.shared.global [$0], [$1], {}{};", bytes == 16 ? "cg" : "ca", bytes, mask ? ", $2" : "");
+  const std::string constraints = mask ? "r,l,b,~{memory}" : "r,l,~{memory}";
   for (size_t r = 0; r < ptrs.size(); r += static_cast<size_t>(vec)) {
     const Shape off = l->reg_offset(shape, static_cast<int64_t>(r));
     llvm::Value* addr =
         swizzled_address(at, aligned, t, off[1 - along], off[along], shape[1 - along], shape[along], panels, elem);
-    llvm::Value* src = b_.CreatePtrToInt(ptrs[r], b_.getInt64Ty());
-    if (mask)
-      inline_ptx(text, "r,l,b,~{memory}", b_.getVoidTy(), {addr, src, b_.CreateNot((*mask)[r])}, /*side_effects=*/true);
-    else
-      inline_ptx(text, "r,l,~{memory}", b_.getVoidTy(), {addr, src}, /*side_effects=*/true);
+    llvm::Value* args[] = {addr, b_.CreatePtrToInt(ptrs[r], b_.getInt64Ty()),
+                           mask ? b_.CreateNot((*mask)[r]) : nullptr};
+    inline_ptx(text, constraints, b_.getVoidTy(), llvm::ArrayRef(args, mask ? 3 : 2), /*side_effects=*/true);
   }
 }
 

@@ -434,17 +434,14 @@ TEST_CASE("tensor-core dots outside a loop, chained, and on a rescaled accumulat
 }
 
 namespace {
-// Small integers as bf16 matrices a [M, K] and b [K, N], and their product rounded to bf16:
-// every f32 sum of such products is exact, so a kernel's bf16 C must equal it everywhere.
 // Small integers (-3 to 3) in A and B, so that every product and sum is exact in f32 and C
 // rounded to T (bf16: once, to 8 significant bits; f16 represents these sums exactly) is known.
-template <class T>
 struct ExactProduct {
   tl::Tensor a, b;
   std::vector<float> rounded;
 };
 template <class T>
-ExactProduct<T> exact_product(int M, int N, int K, unsigned seed) {
+ExactProduct exact_product(int M, int N, int K, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> pick(-3, 3);
   std::vector<float> a(M * K), b(K * N);
@@ -463,16 +460,12 @@ ExactProduct<T> exact_product(int M, int N, int K, unsigned seed) {
   for (float x : want) rounded.push_back(static_cast<float>(T(x)));
   return {narrow(a, {M, K}), narrow(b, {K, N}), rounded};
 }
-ExactProduct<tl::bf16> exact_bf16_product(int M, int N, int K, unsigned seed) {
-  return exact_product<tl::bf16>(M, N, K, seed);
-}
 template <class T>
 std::vector<float> narrow_host(const tl::Tensor& t) {
   std::vector<float> got;
   for (T x : host<T>(t)) got.push_back(static_cast<float>(x));
   return got;
 }
-std::vector<float> bf16_host(const tl::Tensor& t) { return narrow_host<tl::bf16>(t); }
 struct MatmulConfig {
   int bm, bn, bk, warps, stages;
 };
@@ -515,7 +508,7 @@ TEST_CASE("matmul with f16 inputs and C stores the exact product", "[interp]") {
 // and for mma.sync.
 TEST_CASE("persistent matmul stores the exact product rounded to bf16", "[interp]") {
   for (auto [M, N, K] : {std::array<int, 3>{272, 400, 336}, {150, 200, 190}}) {
-    auto p = exact_bf16_product(M, N, K, 991);
+    auto p = exact_product<tl::bf16>(M, N, K, 991);
     for (MatmulConfig c : {MatmulConfig{128, 128, 64, 8, 3}, MatmulConfig{128, 256, 64, 8, 2},
                            MatmulConfig{64, 64, 32, 4, 2}, MatmulConfig{64, 128, 64, 4, 4}})
       for (int programs : {1, 3, 5}) {
@@ -524,7 +517,7 @@ TEST_CASE("persistent matmul stores the exact product rounded to bf16", "[interp
         auto out = poison<tl::bf16>({M, N});
         matmul::matmul_bf16_out_persistent[programs].options({.num_warps = c.warps, .num_stages = c.stages})(
             p.a, p.b, out, M, N, K, K, 1, N, 1, N, 1, c.bm, c.bn, c.bk, 8);
-        require_equal(bf16_host(out), p.rounded);
+        require_equal(narrow_host<tl::bf16>(out), p.rounded);
       }
   }
 }
